@@ -1,0 +1,105 @@
+"""Filter plugin: explain a placement (scores, lower bound, colliding pairs)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ansible_collections.interference.orchestrator.plugins.module_utils.placement import place as compute_placement
+from ansible_collections.interference.orchestrator.plugins.plugin_utils.placement_boundary import run_engine
+
+DOCUMENTATION = r"""
+name: placement_report
+short_description: Explain the placement that interference.orchestrator.place computes
+version_added: 0.1.0
+author: interference.orchestrator maintainers
+description:
+  - Takes the same input as P(interference.orchestrator.place#filter) and returns how good the plan is and why.
+  - The lower bound ignores every constraint, so no plan can score below it; when the plan meets it, or the exact
+    search finished, RV(_value.proven_optimal) is true.
+positional: nodes
+options:
+  _input:
+    description: The apps, as for P(interference.orchestrator.place#filter).
+    type: list
+    elements: dict
+    required: true
+  nodes:
+    description: The nodes, as for P(interference.orchestrator.place#filter).
+    type: list
+    elements: raw
+    required: true
+  previous:
+    description: The current placement, app name to its nodes.
+    type: dict
+  rebalance:
+    description: Ignore O(previous).
+    type: bool
+    default: false
+"""
+
+EXAMPLES = r"""
+- name: Show why the plan is what it is
+  ansible.builtin.debug:
+    msg: "{{ apps | interference.orchestrator.placement_report(['worker1', 'worker2']) }}"
+  vars:
+    apps:
+      - {name: c-ray, image: pts/c-ray, type: cpu}
+      - {name: compress-7zip, image: pts/compress-7zip, type: cpu}
+      - {name: blender, image: pts/blender, type: cpu}
+"""
+
+RETURN = r"""
+_value:
+  description: The placement report.
+  type: dict
+  contains:
+    total_interference:
+      description: Sum over nodes of the interference of every pair of replicas there (score, no unit).
+      type: float
+    lower_bound:
+      description: No feasible plan scores below this.
+      type: float
+    proven_optimal:
+      description: True when the plan is known to be a minimum (it meets the bound, or the exact search finished).
+      type: bool
+    method:
+      description: How the plan was found (V(greedy), V(greedy+local-search) or V(exact)).
+      type: str
+    nodes:
+      description: Per node, in input order, its C(name), the C(apps) placed there (one entry per replica) and its
+        C(interference).
+      type: list
+      elements: dict
+    pairs:
+      description: Every pair of apps that interfere, with C(node), C(apps), C(score) and C(reason).
+      type: list
+      elements: dict
+    kept:
+      description: Apps left where O(previous) had them.
+      type: list
+      elements: str
+    moved:
+      description: Replicas that could not stay where O(previous) had them, with C(app), C(from), C(to), C(reason).
+      type: list
+      elements: dict
+    warning:
+      description: The sentence naming colliding apps, or null for an interference-free plan.
+      type: str
+"""
+
+
+def placement_report(
+    apps: list[dict[str, Any]],
+    nodes: list[Any],
+    previous: dict[str, Any] | None = None,
+    rebalance: bool = False,
+) -> dict[str, Any]:
+    """Return the report of the plan `place` computes for the same input."""
+    return run_engine(compute_placement, apps, nodes, previous=previous, rebalance=rebalance).report()
+
+
+class FilterModule:
+    """Ansible filter plugin entry point."""
+
+    def filters(self) -> dict[str, Any]:
+        return {"placement_report": placement_report}

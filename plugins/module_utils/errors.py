@@ -1,0 +1,51 @@
+"""Exceptions raised by the placement engine.
+
+Plugins turn these into Ansible errors at their boundary; the engine itself
+never imports Ansible, so the scheduler extender and the benchmarks share it.
+"""
+
+from __future__ import annotations
+
+
+class PlacementError(Exception):
+    """Base class of every error the placement engine raises on purpose."""
+
+
+class AppInputError(PlacementError):
+    """An app item is invalid; the message names the app, its index and the field."""
+
+    def __init__(self, index: int | None, name: object, field: str, problem: str) -> None:
+        self.index = index
+        self.name = name
+        self.field = field
+        self.problem = problem
+        where = "apps" if index is None else f"apps[{index}]"
+        if isinstance(name, str) and name:
+            where += f" ({name})"
+        super().__init__(f"{where}: field '{field}': {problem}")
+
+
+class NodeInputError(PlacementError):
+    """The node list is invalid; the message names the node and the field."""
+
+    def __init__(self, index: int | None, name: object, field: str, problem: str) -> None:
+        self.index = index
+        self.name = name
+        self.field = field
+        self.problem = problem
+        where = "nodes" if index is None else f"nodes[{index}]"
+        if isinstance(name, str) and name:
+            where += f" ({name})"
+        super().__init__(f"{where}: field '{field}': {problem}")
+
+
+class UnschedulableError(PlacementError):
+    """An app fits no node; the message gives the reason per node, kube-scheduler style."""
+
+    def __init__(self, app: str, message: str) -> None:
+        self.app = app
+        super().__init__(message)
+
+
+class InterferenceError(PlacementError):
+    """Strict mode: the best plan found still puts interfering apps together."""
