@@ -26,6 +26,7 @@ How it searches:
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 from collections.abc import Mapping, Sequence
@@ -133,6 +134,12 @@ class Plan:
         }
 
 
+@functools.lru_cache(maxsize=4096)
+def sparse(profile: Profile) -> tuple[tuple[int, float], ...]:
+    """The non-zero entries of a profile as (dimension, pressure): most apps press on one resource."""
+    return tuple((dim, value) for dim, value in enumerate(profile) if value)
+
+
 class _State:
     """Mutable per-node usage while a plan is built."""
 
@@ -152,7 +159,8 @@ class _State:
 
     def marginal(self, profile: Profile, node_index: int) -> float:
         """Interference one more replica with `profile` adds on the node (score)."""
-        return dot(profile, self.load[node_index])
+        load = self.load[node_index]
+        return sum(value * load[dim] for dim, value in sparse(profile))
 
     def balance(self, node_index: int) -> float:
         """Requested share of the node's cpu plus memory (0..2), for tie-breaks."""
@@ -190,13 +198,13 @@ class _State:
     def add(self, app: App, node_index: int) -> None:
         self.interference += self.marginal(app.profile, node_index)
         load = self.load[node_index]
-        for dim, value in enumerate(app.profile):
+        for dim, value in sparse(app.profile):
             load[dim] += value
         self._account(app, node_index, 1)
 
     def remove(self, app: App, node_index: int) -> None:
         load = self.load[node_index]
-        for dim, value in enumerate(app.profile):
+        for dim, value in sparse(app.profile):
             load[dim] -= value
         self.interference -= self.marginal(app.profile, node_index)
         self._account(app, node_index, -1)
@@ -247,17 +255,22 @@ class _NodeClass:
     def __init__(self, profile: Profile, eligible: list[int], state: _State) -> None:
         self.profile = profile
         self.eligible = eligible
-        self.heap = [self.entry(state, n) for n in eligible]
+        self.heap = [self.entry(state, n, state.balance(n)) for n in eligible]
         heapq.heapify(self.heap)
 
-    def entry(self, state: _State, node_index: int) -> tuple[float, float, int, int, int]:
+    def entry(self, state: _State, node_index: int, balance: float) -> tuple[float, float, int, int, int]:
         return (
             round(state.marginal(self.profile, node_index), 9),
-            state.balance(node_index),
+            balance,
             state.pods[node_index],
             node_index,
             state.version[node_index],
         )
+
+    def compact(self, state: _State) -> None:
+        """Drop stale entries (the heap only grows between compactions)."""
+        self.heap = [entry for entry in self.heap if entry[4] == state.version[entry[3]]]
+        heapq.heapify(self.heap)
 
     def best(self, state: _State, app: App, exclude: int = -1) -> int | None:
         """Cheapest node that can take one more replica of `app` now (not `exclude`)."""
@@ -292,6 +305,7 @@ class _Engine:
         self.class_of_app: list[int] = []
         self.classes_of_node: list[list[int]] = [[] for _ in nodes]
         self._eligibility_cache: dict[tuple[Any, ...], list[int]] = {}
+        self._interned: dict[tuple[int, ...], list[int]] = {}
         for app in apps:
             self.eligible.append(self._eligible_nodes(app))
             self.state.max_per_node[app.index] = max(1, math.ceil(app.replicas / max(1, len(self.eligible[-1]))))
@@ -300,7 +314,8 @@ class _Engine:
         key = (app.pinned_node, app.node_selector, app.gpus, app.cpu_millicores, app.memory_bytes)
         cached = self._eligibility_cache.get(key)
         if cached is None:
-            cached = [node.index for node in self.nodes if static_reject_reason(app, node) is None]
+            nodes = tuple(node.index for node in self.nodes if static_reject_reason(app, node) is None)
+            cached = self._interned.setdefault(nodes, list(nodes))
             self._eligibility_cache[key] = cached
         return cached
 
@@ -317,9 +332,12 @@ class _Engine:
             self.class_of_app.append(by_key[key])
 
     def _refresh(self, node_index: int) -> None:
+        balance = self.state.balance(node_index)
         for class_index in self.classes_of_node[node_index]:
             node_class = self.classes[class_index]
-            heapq.heappush(node_class.heap, node_class.entry(self.state, node_index))
+            heapq.heappush(node_class.heap, node_class.entry(self.state, node_index, balance))
+            if len(node_class.heap) > 4 * len(node_class.eligible) + 64:
+                node_class.compact(self.state)
 
     def add(self, app: App, node_index: int) -> None:
         self.state.add(app, node_index)
@@ -344,22 +362,23 @@ class _Engine:
     def local_search(self, movable: list[tuple[int, int]], assignment: list[list[int]]) -> None:
         """Move single replicas while that strictly lowers total interference.
 
-        `movable` lists (app index, replica position) pairs that may move.
+        `movable` lists (app index, replica position) pairs that may move. A
+        move is priced before it is made (leaving saves p.(S_n - p), arriving
+        costs p.S_m), so replicas that stay cost one heap peek, not two updates.
         """
+        state = self.state
         for _ in range(LOCAL_SEARCH_MAX_PASSES):
             improved = False
             for app_index, position in movable:
                 app = self.apps[app_index]
                 current = assignment[app_index][position]
-                self.remove(app, current)
-                staying = self.state.marginal(app.profile, current)
-                target = self.classes[self.class_of_app[app_index]].best(self.state, app, exclude=current)
-                if target is not None and self.state.marginal(app.profile, target) < staying - EPSILON:
+                staying = state.marginal(app.profile, current) - dot(app.profile, app.profile)
+                target = self.classes[self.class_of_app[app_index]].best(state, app, exclude=current)
+                if target is not None and state.marginal(app.profile, target) < staying - EPSILON:
+                    self.remove(app, current)
                     self.add(app, target)
                     assignment[app_index][position] = target
                     improved = True
-                else:
-                    self.add(app, current)
             if not improved:
                 return
 

@@ -1,0 +1,39 @@
+"""The filter plugins, imported by their collection path (errors become Ansible errors)."""
+
+from __future__ import annotations
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.interference.orchestrator.plugins.filter.nodes_from_k8s import nodes_from_k8s
+from ansible_collections.interference.orchestrator.plugins.filter.place import FilterModule, place
+from ansible_collections.interference.orchestrator.plugins.filter.placement_report import placement_report
+
+APPS = [
+    {"name": "c-ray", "image": "pts/c-ray", "type": "cpu"},
+    {"name": "compress-7zip", "image": "pts/compress-7zip", "type": "cpu"},
+]
+
+
+def test_registered_under_its_name() -> None:
+    assert FilterModule().filters()["place"] is place
+
+
+def test_place_adds_nodes() -> None:
+    placed = place(APPS, ["w1", "w2"])
+    assert sorted(item["nodes"][0] for item in placed) == ["w1", "w2"]
+
+
+def test_report_matches_place() -> None:
+    report = placement_report(APPS, ["w1", "w2"])
+    assert report["total_interference"] == 0
+    assert {n["name"]: n["apps"] for n in report["nodes"]} == {
+        n: [item["name"]] for item in place(APPS, ["w1", "w2"]) for n in item["nodes"]
+    }
+
+
+def test_engine_errors_become_filter_errors() -> None:
+    with pytest.raises(AnsibleFilterError, match=r"apps\[1\] \(compress-7zip\): field 'type': unknown type 'gpu'"):
+        place([APPS[0], dict(APPS[1], type="gpu")], ["w1"])
+    with pytest.raises(AnsibleFilterError, match="not a Kubernetes Node object"):
+        nodes_from_k8s([{"kind": "Pod"}])

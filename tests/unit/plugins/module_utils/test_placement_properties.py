@@ -1,0 +1,197 @@
+"""Property tests of the placement engine (hypothesis).
+
+- constraints always hold;
+- the plan is the exact optimum on every instance small enough to enumerate
+  (up to 8 replicas on 4 nodes, with and without capacity limits);
+- it is never worse than the seed's alternating policy or random placement;
+- it is deterministic, and never below the lower bound.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ansible_collections.interference.orchestrator.plugins.module_utils.baselines import (
+    alternating_assignment,
+    random_assignment,
+)
+from ansible_collections.interference.orchestrator.plugins.module_utils.errors import UnschedulableError
+from ansible_collections.interference.orchestrator.plugins.module_utils.interference import EPSILON
+from ansible_collections.interference.orchestrator.plugins.module_utils.model import App, Node, parse_apps, parse_nodes
+from ansible_collections.interference.orchestrator.plugins.module_utils.placement import place, sum_interference
+
+PRESSURE = st.sampled_from([0, 0.25, 0.5, 1])
+PROFILE = st.fixed_dictionaries(
+    {},
+    optional={"cpu": PRESSURE, "memory_bandwidth": PRESSURE, "llc": PRESSURE, "disk_io": PRESSURE},
+).filter(bool)
+
+
+@st.composite
+def instances(draw: st.DrawFn, max_replicas: int = 8, max_nodes: int = 4, capacity: bool = True,
+              one_hot: bool = False) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    node_count = draw(st.integers(1, max_nodes))
+    nodes = []
+    for index in range(node_count):
+        item: dict[str, Any] = {"name": f"n{index}", "labels": {"zone": draw(st.sampled_from(["a", "b"]))}}
+        if capacity:
+            item["allocatable"] = {
+                "cpu": draw(st.sampled_from(["1", "2", "4"])),
+                "memory": draw(st.sampled_from(["1Gi", "2Gi"])),
+                "pods": str(draw(st.integers(1, 6))),
+            }
+        nodes.append(item)
+    apps: list[dict[str, Any]] = []
+    replicas_left = draw(st.integers(1, max_replicas))
+    while replicas_left:
+        replicas = draw(st.integers(1, min(3, replicas_left)))
+        replicas_left -= replicas
+        item = {"name": f"app{len(apps)}", "image": "img", "replicas": replicas}
+        if one_hot or draw(st.booleans()):
+            item["type"] = draw(st.sampled_from(["cpu", "memory"]))
+        else:
+            item["profile"] = draw(PROFILE)
+        if capacity and draw(st.booleans()):
+            item["resources"] = {"requests": {"cpu": draw(st.sampled_from(["250m", "500m", "1"])),
+                                              "memory": draw(st.sampled_from(["128Mi", "512Mi", "1Gi"]))}}
+        if capacity and draw(st.integers(0, 5)) == 0:
+            item["node_selector"] = {"zone": draw(st.sampled_from(["a", "b"]))}
+        apps.append(item)
+    return apps, nodes
+
+
+def eligible(app: App, node: Node) -> bool:
+    """Static eligibility, written independently of the engine."""
+    if app.pinned_node not in (None, node.name):
+        return False
+    if any(node.labels.get(k) != v for k, v in app.node_selector):
+        return False
+    if app.gpus > node.gpus:
+        return False
+    if node.cpu_millicores is not None and app.cpu_millicores > node.cpu_millicores:
+        return False
+    if node.memory_bytes is not None and app.memory_bytes > node.memory_bytes:
+        return False
+    return node.pods is None or node.pods >= 1
+
+
+def feasible(apps: list[App], nodes: list[Node], assignment: list[list[int]]) -> bool:
+    """Do all hard constraints hold? (independent of the engine's bookkeeping)"""
+    cpu = [0] * len(nodes)
+    memory = [0] * len(nodes)
+    pods = [0] * len(nodes)
+    for app, replicas in zip(apps, assignment, strict=True):
+        if len(replicas) != app.replicas:
+            return False
+        eligible_count = sum(eligible(app, node) for node in nodes)
+        per_node_cap = max(1, math.ceil(app.replicas / max(1, eligible_count)))
+        for node_index in set(replicas):
+            if replicas.count(node_index) > per_node_cap:
+                return False
+        for node_index in replicas:
+            if not eligible(app, nodes[node_index]):
+                return False
+            cpu[node_index] += app.cpu_millicores
+            memory[node_index] += app.memory_bytes
+            pods[node_index] += 1
+    for index, node in enumerate(nodes):
+        if node.cpu_millicores is not None and cpu[index] > node.cpu_millicores:
+            return False
+        if node.memory_bytes is not None and memory[index] > node.memory_bytes:
+            return False
+        if node.pods is not None and pods[index] > node.pods:
+            return False
+    return True
+
+
+def brute_force_optimum(apps: list[App], nodes: list[Node]) -> float | None:
+    """Least interference over every assignment of every replica (None if none is feasible)."""
+    replica_apps = [app.index for app in apps for _ in range(app.replicas)]
+    best: float | None = None
+    for choice in itertools.product(range(len(nodes)), repeat=len(replica_apps)):
+        assignment: list[list[int]] = [[] for _ in apps]
+        for app_index, node_index in zip(replica_apps, choice, strict=True):
+            assignment[app_index].append(node_index)
+        if feasible(apps, nodes, assignment):
+            score = sum_interference(apps, assignment)
+            if best is None or score < best:
+                best = score
+    return best
+
+
+SLOW = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@SLOW
+@given(instances(capacity=True))
+def test_exact_optimum_with_capacity_limits(instance: tuple[list[dict[str, Any]], list[dict[str, Any]]]) -> None:
+    raw_apps, raw_nodes = instance
+    apps, nodes = parse_apps(raw_apps), parse_nodes(raw_nodes)
+    optimum = brute_force_optimum(apps, nodes)
+    try:
+        plan = place(raw_apps, raw_nodes)
+    except UnschedulableError:
+        assert optimum is None, "the engine gave up on a feasible instance"
+        return
+    assert optimum is not None
+    assert feasible(apps, nodes, plan.assignment)
+    assert abs(plan.total_interference - optimum) <= 1e-6
+    assert plan.proven_optimal
+
+
+@SLOW
+@given(instances(capacity=False))
+def test_exact_optimum_without_capacity_limits(instance: tuple[list[dict[str, Any]], list[dict[str, Any]]]) -> None:
+    raw_apps, raw_nodes = instance
+    apps, nodes = parse_apps(raw_apps), parse_nodes(raw_nodes)
+    plan = place(raw_apps, raw_nodes)
+    optimum = brute_force_optimum(apps, nodes)
+    assert optimum is not None
+    assert abs(plan.total_interference - optimum) <= 1e-6
+    assert plan.total_interference >= plan.lower_bound - 1e-6
+
+
+@settings(max_examples=60, deadline=None)
+@given(instances(max_replicas=120, max_nodes=25, capacity=True))
+def test_constraints_hold_and_output_is_deterministic(
+    instance: tuple[list[dict[str, Any]], list[dict[str, Any]]],
+) -> None:
+    raw_apps, raw_nodes = instance
+    try:
+        plan = place(raw_apps, raw_nodes)
+    except UnschedulableError:
+        return
+    apps, nodes = parse_apps(raw_apps), parse_nodes(raw_nodes)
+    assert feasible(apps, nodes, plan.assignment)
+    assert plan.total_interference >= plan.lower_bound - 1e-6
+    assert place(raw_apps, raw_nodes).assignment == plan.assignment
+
+
+@settings(max_examples=60, deadline=None)
+@given(instances(max_replicas=200, max_nodes=30, capacity=False), st.integers(0, 2**16))
+def test_never_worse_than_alternating_or_random(
+    instance: tuple[list[dict[str, Any]], list[dict[str, Any]]], seed: int,
+) -> None:
+    raw_apps, raw_nodes = instance
+    apps = parse_apps(raw_apps)
+    plan = place(raw_apps, raw_nodes)
+    for baseline in (alternating_assignment(apps, len(raw_nodes)), random_assignment(apps, len(raw_nodes), seed)):
+        assert plan.total_interference <= sum_interference(apps, baseline) + EPSILON
+
+
+@settings(max_examples=80, deadline=None)
+@given(instances(max_replicas=300, max_nodes=40, capacity=False, one_hot=True))
+def test_one_hot_types_are_provably_optimal_when_capacity_does_not_bind(
+    instance: tuple[list[dict[str, Any]], list[dict[str, Any]]],
+) -> None:
+    raw_apps, raw_nodes = instance
+    for item in raw_apps:
+        item.pop("node_selector", None)
+    plan = place(raw_apps, raw_nodes)
+    assert abs(plan.total_interference - plan.lower_bound) <= 1e-6
+    assert plan.proven_optimal

@@ -1,0 +1,91 @@
+"""Run a real ansible-playbook against the checkout and read its JSON report.
+
+Role tests use this to render templates and run task files exactly as
+site.yml does (same ansible.cfg, same collection resolution), then assert
+on the files written and on each task's result.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[3]
+VENV_BIN = Path(sys.executable).parent
+
+
+@dataclass
+class PlaybookRun:
+    """Outcome of one ansible-playbook run (json callback)."""
+
+    returncode: int
+    report: dict[str, Any]
+    stderr: str
+
+    @property
+    def stats(self) -> dict[str, int]:
+        """Recap counters of localhost: ok, changed, failures, skipped, ..."""
+        return dict(self.report["stats"]["localhost"])
+
+    def results(self, task_name: str) -> list[dict[str, Any]]:
+        """Results of every run of the task named `task_name` (role prefix ignored)."""
+        found = []
+        for play in self.report["plays"]:
+            for task in play["tasks"]:
+                name = task["task"]["name"]
+                if name == task_name or name.endswith(" : " + task_name):
+                    found.append(task["hosts"]["localhost"])
+        return found
+
+    def messages(self) -> list[str]:
+        """Every message the debug tasks printed, flattened to strings."""
+        out: list[str] = []
+        for play in self.report["plays"]:
+            for task in play["tasks"]:
+                result = task["hosts"].get("localhost", {})
+                if not result.get("action", "").endswith("debug") or result.get("skipped"):
+                    continue
+                msg = result.get("msg")
+                out.extend(str(m) for m in msg) if isinstance(msg, list) else out.append(str(msg))
+        return out
+
+
+def run_playbook(
+    tmp_path: Path,
+    plays: list[dict[str, Any]],
+    extra_vars: dict[str, Any] | None = None,
+    *,
+    check: bool = False,
+    env: dict[str, str] | None = None,
+) -> PlaybookRun:
+    """Write `plays` to a playbook in tmp_path and run it from the repository root."""
+    playbook = tmp_path / f"playbook-{len(list(tmp_path.glob('playbook-*.yml')))}.yml"
+    playbook.write_text(yaml.safe_dump(plays, sort_keys=False))
+    args = [str(VENV_BIN / "ansible-playbook"), "-i", str(REPO / "inventory" / "hosts.yml"), str(playbook)]
+    if extra_vars is not None:
+        vars_file = playbook.with_suffix(".vars.json")
+        vars_file.write_text(json.dumps(extra_vars))
+        args += ["-e", f"@{vars_file}"]
+    if check:
+        args += ["--check", "--diff"]
+    run_env = {
+        **os.environ,
+        "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
+        "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.json",
+        "ANSIBLE_LOCAL_TEMP": str(tmp_path / "ansible-tmp"),
+        "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        **(env or {}),
+    }
+    proc = subprocess.run(args, cwd=REPO, env=run_env, capture_output=True, text=True, check=False)
+    try:
+        report = json.loads(proc.stdout)
+    except json.JSONDecodeError as exc:
+        raise AssertionError(f"ansible-playbook printed no JSON report:\n{proc.stdout}\n{proc.stderr}") from exc
+    return PlaybookRun(proc.returncode, report, proc.stderr)
