@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from ansible.utils.display import Display
-
 from ansible_collections.interference.orchestrator.plugins.module_utils.placement import place as compute_placement
 from ansible_collections.interference.orchestrator.plugins.module_utils.placement import placed_apps
 from ansible_collections.interference.orchestrator.plugins.plugin_utils.placement_boundary import run_engine

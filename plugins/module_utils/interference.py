@@ -41,14 +41,14 @@ def profile_for_type(app_type: str) -> Profile:
 
 def dot(left: Sequence[float], right: Sequence[float]) -> float:
     """Interference score of two profiles placed together (dot product)."""
-    return sum(a * b for a, b in zip(left, right))
+    return sum(a * b for a, b in zip(left, right, strict=True))
 
 
 def pair_reason(left: Profile, right: Profile) -> str:
     """Say in words why two profiles interfere: the resources both press on."""
     shared = [
         f"{dim} ({a:g} x {b:g})"
-        for dim, a, b in zip(PRESSURE_DIMENSIONS, left, right)
+        for dim, a, b in zip(PRESSURE_DIMENSIONS, left, right, strict=True)
         if a > 0 and b > 0
     ]
     return "both stress " + ", ".join(shared) if shared else "no shared resource"

@@ -9,6 +9,7 @@ Units: CPU in millicores, memory in bytes, pods and GPUs in counts.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -31,17 +32,19 @@ def parse_quantity(value: object) -> Decimal:
     Delegates to the kubernetes client's parser, imported lazily so that code
     paths that never see a quantity do not pay for importing the client.
     """
-    from kubernetes.utils.quantity import parse_quantity as _parse  # noqa: PLC0415
+    from kubernetes.utils.quantity import parse_quantity as _parse
 
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise ValueError(f"expected a Kubernetes quantity, got {type(value).__name__}")
+        raise TypeError(f"expected a Kubernetes quantity, got {type(value).__name__}")
     parsed = _parse(value)
     if parsed < 0:
         raise ValueError("must not be negative")
     return Decimal(parsed)
 
 
+@functools.lru_cache(maxsize=1024)
 def _quantity(value: object, millis: bool) -> int:
+    """A quantity in millis (cpu) or whole units (bytes, counts), rounded up; cached, as few values recur."""
     parsed = parse_quantity(value)
     return math.ceil(parsed * 1000) if millis else math.ceil(parsed)
 
@@ -134,7 +137,7 @@ def _requests(index: int, name: str, item: Mapping[str, Any]) -> tuple[int, int]
             continue
         try:
             amounts.append(_quantity(value, millis))
-        except (ValueError, ArithmeticError) as exc:
+        except (TypeError, ValueError, ArithmeticError) as exc:
             raise AppInputError(
                 index, name, f"resources.requests.{resource}", f"not a Kubernetes quantity {value!r}: {exc}"
             ) from None
@@ -158,7 +161,8 @@ def parse_app(index: int, item: object) -> App:
         )
     image = item.get("image")
     if not isinstance(image, str) or not image.strip():
-        raise AppInputError(index, name, "image", "missing" if image is None else f"must be a non-empty string, got {image!r}")
+        problem = "missing" if image is None else f"must be a non-empty string, got {image!r}"
+        raise AppInputError(index, name, "image", problem)
     profile, type_label = _app_profile(index, name, item)
     replicas = _as_int(item.get("replicas", 1), 1)
     if replicas is None:
@@ -195,7 +199,8 @@ def parse_apps(items: object) -> list[App]:
     first_seen: dict[str, int] = {}
     for app in apps:
         if app.name in first_seen:
-            raise AppInputError(app.index, app.name, "name", f"duplicate: apps[{first_seen[app.name]}] has the same name")
+            problem = f"duplicate: apps[{first_seen[app.name]}] has the same name"
+            raise AppInputError(app.index, app.name, "name", problem)
         first_seen[app.name] = app.index
     return apps
 
@@ -206,7 +211,7 @@ def _node_quantity(index: int, name: str, allocatable: Mapping[str, Any], key: s
         return None
     try:
         return _quantity(value, millis)
-    except (ValueError, ArithmeticError) as exc:
+    except (TypeError, ValueError, ArithmeticError) as exc:
         raise NodeInputError(index, name, f"allocatable.{key}", f"not a Kubernetes quantity {value!r}: {exc}") from None
 
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import AppInputError, InterferenceError, UnschedulableError
-from .interference import EPSILON, Profile, dot, interference_lower_bound, node_interference, pair_reason
+from .interference import EPSILON, Profile, dot, interference_lower_bound, pair_reason
 from .model import App, Node, parse_apps, parse_nodes
 
 # Exact search runs only when the plan is not proven optimal and it has at
@@ -160,7 +160,11 @@ class _State:
     def marginal(self, profile: Profile, node_index: int) -> float:
         """Interference one more replica with `profile` adds on the node (score)."""
         load = self.load[node_index]
-        return sum(value * load[dim] for dim, value in sparse(profile))
+        entries = sparse(profile)
+        if len(entries) == 1:  # the common one-hot case, without a generator
+            dim, value = entries[0]
+            return value * load[dim]
+        return sum(value * load[dim] for dim, value in entries)
 
     def balance(self, node_index: int) -> float:
         """Requested share of the node's cpu plus memory (0..2), for tie-breaks."""
@@ -250,27 +254,38 @@ def unschedulable_message(app: App, reasons: Sequence[str | None]) -> str:
 
 
 class _NodeClass:
-    """Nodes eligible for a group of apps with one profile, in a heap by marginal cost."""
+    """Nodes eligible for a group of apps with one profile, in a heap by marginal cost.
+
+    Keys are refreshed lazily: adding a replica to a node can only raise its key
+    (profiles are non-negative, and load and pod count grow), so an outdated
+    entry is re-filed when it reaches the top instead of on every change. Only
+    a removal, which can lower a key, pushes a new entry at once.
+    """
 
     def __init__(self, profile: Profile, eligible: list[int], state: _State) -> None:
         self.profile = profile
         self.eligible = eligible
-        self.heap = [self.entry(state, n, state.balance(n)) for n in eligible]
+        self.latest: dict[int, int] = {}  # node index -> version of its newest entry
+        self.heap = [self.entry(state, n) for n in eligible]
         heapq.heapify(self.heap)
 
-    def entry(self, state: _State, node_index: int, balance: float) -> tuple[float, float, int, int, int]:
+    def entry(self, state: _State, node_index: int) -> tuple[float, float, int, int, int]:
+        version = state.version[node_index]
+        self.latest[node_index] = version
         return (
             round(state.marginal(self.profile, node_index), 9),
-            balance,
+            state.balance(node_index),
             state.pods[node_index],
             node_index,
-            state.version[node_index],
+            version,
         )
 
-    def compact(self, state: _State) -> None:
-        """Drop stale entries (the heap only grows between compactions)."""
-        self.heap = [entry for entry in self.heap if entry[4] == state.version[entry[3]]]
-        heapq.heapify(self.heap)
+    def push(self, state: _State, node_index: int) -> None:
+        """File the node again after its key may have dropped (a replica left it)."""
+        heapq.heappush(self.heap, self.entry(state, node_index))
+        if len(self.heap) > 4 * len(self.eligible) + 64:
+            self.heap = [e for e in self.heap if e[4] == self.latest[e[3]]]
+            heapq.heapify(self.heap)
 
     def best(self, state: _State, app: App, exclude: int = -1) -> int | None:
         """Cheapest node that can take one more replica of `app` now (not `exclude`)."""
@@ -279,14 +294,18 @@ class _NodeClass:
         heap = self.heap
         while heap:
             entry = heapq.heappop(heap)
-            node_index = entry[3]
-            if entry[4] != state.version[node_index]:
-                continue  # stale: the node changed since this entry was pushed
+            node_index, version = entry[3], entry[4]
+            if version != self.latest[node_index]:
+                continue  # superseded by a newer entry for the same node
+            if version != state.version[node_index]:
+                heapq.heappush(heap, self.entry(state, node_index))  # only grew since: re-file
+                continue
             if node_index != exclude and state.reject_reason(app, node_index) is None:
                 chosen = entry
                 break
             if not state.full(node_index):
                 aside.append(entry)
+            # A full node drops out until a replica leaves it (remove() files it again).
         for entry in aside:
             heapq.heappush(heap, entry)
         if chosen is None:
@@ -331,21 +350,13 @@ class _Engine:
                     self.classes_of_node[node_index].append(by_key[key])
             self.class_of_app.append(by_key[key])
 
-    def _refresh(self, node_index: int) -> None:
-        balance = self.state.balance(node_index)
-        for class_index in self.classes_of_node[node_index]:
-            node_class = self.classes[class_index]
-            heapq.heappush(node_class.heap, node_class.entry(self.state, node_index, balance))
-            if len(node_class.heap) > 4 * len(node_class.eligible) + 64:
-                node_class.compact(self.state)
-
     def add(self, app: App, node_index: int) -> None:
         self.state.add(app, node_index)
-        self._refresh(node_index)
 
     def remove(self, app: App, node_index: int) -> None:
         self.state.remove(app, node_index)
-        self._refresh(node_index)
+        for class_index in self.classes_of_node[node_index]:
+            self.classes[class_index].push(self.state, node_index)
 
     def greedy(self, replicas: list[int], assignment: list[list[int]]) -> UnschedulableError | None:
         """Place each replica (by app index) on its cheapest feasible node."""
@@ -367,12 +378,13 @@ class _Engine:
         costs p.S_m), so replicas that stay cost one heap peek, not two updates.
         """
         state = self.state
+        self_weight = [dot(app.profile, app.profile) for app in self.apps]
         for _ in range(LOCAL_SEARCH_MAX_PASSES):
             improved = False
             for app_index, position in movable:
                 app = self.apps[app_index]
                 current = assignment[app_index][position]
-                staying = state.marginal(app.profile, current) - dot(app.profile, app.profile)
+                staying = state.marginal(app.profile, current) - self_weight[app_index]
                 target = self.classes[self.class_of_app[app_index]].best(state, app, exclude=current)
                 if target is not None and state.marginal(app.profile, target) < staying - EPSILON:
                     self.remove(app, current)
@@ -431,7 +443,12 @@ class _Engine:
                         continue  # an identical empty node was already tried at this depth
                     tried_empty.add(signatures[node_index])
                 options.append(
-                    (state.marginal(app.profile, node_index), state.balance(node_index), state.pods[node_index], node_index)
+                    (
+                        state.marginal(app.profile, node_index),
+                        state.balance(node_index),
+                        state.pods[node_index],
+                        node_index,
+                    )
                 )
             for *_, node_index in sorted(options):
                 state.add(app, node_index)
@@ -446,11 +463,17 @@ class _Engine:
 
 def sum_interference(apps: Sequence[App], assignment: Sequence[Sequence[int]]) -> float:
     """Total interference of an assignment (app index -> node index per replica), from scratch."""
-    residents: dict[int, list[Profile]] = {}
+    # Per node, the sum over pairs equals (|S|^2 - sum |p|^2) / 2 for S the summed profile.
+    loads: dict[int, list[float]] = {}
+    self_terms = 0.0
     for app_index, replicas in enumerate(assignment):
+        profile = apps[app_index].profile
         for node_index in replicas:
-            residents.setdefault(node_index, []).append(apps[app_index].profile)
-    return sum(node_interference(profiles) for profiles in residents.values())
+            load = loads.setdefault(node_index, [0.0] * len(profile))
+            for dim, value in sparse(profile):
+                load[dim] += value
+            self_terms += dot(profile, profile)
+    return max(0.0, (sum(dot(load, load) for load in loads.values()) - self_terms) / 2)
 
 
 def _previous_nodes(previous: object, apps: list[App], nodes: list[Node]) -> dict[int, list[int]]:
@@ -466,17 +489,16 @@ def _previous_nodes(previous: object, apps: list[App], nodes: list[Node]) -> dic
         app = by_name.get(name)
         if app is None:
             continue  # an app that left the list: the caller prunes it
-        if isinstance(names, str):
-            names = [names]
-        if not isinstance(names, Sequence) or not all(isinstance(n, str) for n in names):
+        node_names = [names] if isinstance(names, str) else names
+        if not isinstance(node_names, Sequence) or not all(isinstance(n, str) for n in node_names):
             raise AppInputError(app.index, app.name, "previous", "must be a list of node names")
-        unknown = [n for n in names if n not in node_index]
+        unknown = [n for n in node_names if n not in node_index]
         if unknown:
             raise AppInputError(
                 app.index, app.name, "previous",
                 f"unknown node {unknown[0]!r}: not in the node list ({', '.join(sorted(node_index)[:10])})",
             )
-        result[app.index] = [node_index[n] for n in names]
+        result[app.index] = [node_index[n] for n in node_names]
     return result
 
 
@@ -553,7 +575,7 @@ def plan_placement(apps: list[App], nodes: list[Node], previous: object = None, 
         finished, choice = engine.exact(free, incumbent)
         if choice is not None:
             assignment = [list(replicas) for replicas in fixed]
-            for app_index, node_index in zip(free, choice):
+            for app_index, node_index in zip(free, choice, strict=True):
                 assignment[app_index].append(node_index)
             failure = None
         if failure is None:

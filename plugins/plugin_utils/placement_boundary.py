@@ -6,7 +6,6 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from ansible.errors import AnsibleFilterError
-
 from ansible_collections.interference.orchestrator.plugins.module_utils.errors import PlacementError
 
 Result = TypeVar("Result")

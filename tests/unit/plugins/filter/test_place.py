@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 from ansible.errors import AnsibleFilterError
-
 from ansible_collections.interference.orchestrator.plugins.filter.nodes_from_k8s import nodes_from_k8s
 from ansible_collections.interference.orchestrator.plugins.filter.place import FilterModule, place
 from ansible_collections.interference.orchestrator.plugins.filter.placement_report import placement_report

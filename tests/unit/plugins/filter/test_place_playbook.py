@@ -31,7 +31,7 @@ def test_playbook_places_seed_apps(tmp_path: Path) -> None:
     nodes = {item["name"]: item["nodes"] for item in plan["placed"]}
     assert nodes["c-ray"] != nodes["compress-7zip"]
     assert nodes["mbw"] != nodes["stressapptest"]
-    assert set(sum(nodes.values(), [])) == {"cluster-kind-worker", "cluster-kind-worker2"}
+    assert {n for placed in nodes.values() for n in placed} == {"cluster-kind-worker", "cluster-kind-worker2"}
     assert plan["report"]["total_interference"] == 0
     assert plan["report"]["proven_optimal"] is True
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
 from ansible_collections.interference.orchestrator.plugins.module_utils.errors import (
     AppInputError,
     InterferenceError,
@@ -205,7 +204,8 @@ class TestBadInput:
              r"apps\[0\] \(web\): field 'resources.requests.cpu': not a Kubernetes quantity 'lots'"),
             ([app("web", resources={"requests": {"memory": "1Gx"}})], r"field 'resources.requests.memory'"),
             ([{"name": "web", "image": "x", "profile": {"gpu": 1}}], r"field 'profile.gpu': unknown resource"),
-            ([{"name": "web", "image": "x", "profile": {"cpu": 2}}], r"field 'profile.cpu': must be a number from 0 to 1"),
+            ([{"name": "web", "image": "x", "profile": {"cpu": 2}}],
+             r"field 'profile.cpu': must be a number from 0 to 1"),
             ([app("web", node="nowhere")], r"apps\[0\] \(web\): field 'node': unknown node 'nowhere'"),
         ],
     )
@@ -233,7 +233,7 @@ class TestBadInput:
         assert str(error.value) == "0/3 nodes fit web: 2 missing label disk=ssd, 1 insufficient cpu"
 
     def test_capacity_exhausted_by_earlier_apps(self) -> None:
-        apps = [app("a", resources={"requests": {"memory": "3Gi"}}), app("b", resources={"requests": {"memory": "3Gi"}})]
+        apps = [app(name, resources={"requests": {"memory": "3Gi"}}) for name in ("a", "b")]
         with pytest.raises(UnschedulableError, match="0/1 nodes fit b: 1 insufficient memory"):
             place(apps, [node("w1", memory="4Gi")])
 

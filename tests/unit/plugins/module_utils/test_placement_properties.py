@@ -13,9 +13,6 @@ import itertools
 import math
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
 from ansible_collections.interference.orchestrator.plugins.module_utils.baselines import (
     alternating_assignment,
     random_assignment,
@@ -24,6 +21,8 @@ from ansible_collections.interference.orchestrator.plugins.module_utils.errors i
 from ansible_collections.interference.orchestrator.plugins.module_utils.interference import EPSILON
 from ansible_collections.interference.orchestrator.plugins.module_utils.model import App, Node, parse_apps, parse_nodes
 from ansible_collections.interference.orchestrator.plugins.module_utils.placement import place, sum_interference
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 PRESSURE = st.sampled_from([0, 0.25, 0.5, 1])
 PROFILE = st.fixed_dictionaries(

@@ -1,0 +1,308 @@
+"""The extender's decisions, on ExtenderArgs bodies built from real Kubernetes objects.
+
+Every body is made of kubernetes client models (V1Pod, V1Node) serialised as
+the API server does, and round-tripped through JSON, so the tests see exactly
+the bytes kube-scheduler would send.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from ansible_collections.interference.orchestrator.plugins.module_utils.interference import dot, profile_for_type
+from ansible_collections.interference.orchestrator.plugins.module_utils.scheduler_extender import (
+    MAX_EXTENDER_PRIORITY,
+    MIN_EXTENDER_PRIORITY,
+    ExtenderConfigError,
+    ExtenderInputError,
+    ExtenderPolicy,
+    PodIndex,
+    ScoreWeights,
+    filter_nodes,
+    gpu_memory_bytes,
+    known_nodes_from,
+    parse_extender_args,
+    pod_facts,
+    policy_from_mapping,
+    prioritize_nodes,
+)
+from kubernetes import client
+
+from interference_extender.sample_objects import extender_args, make_node, make_pod, serialise
+
+MODES = pytest.mark.parametrize("cache", [False, True], ids=["full-node-list", "nodeCacheCapable"])
+
+
+def wire(body: dict[str, Any]) -> Any:
+    """The body as the service decodes it from the wire."""
+    return json.loads(json.dumps(body))
+
+
+def index_of(*pods: client.V1Pod) -> PodIndex:
+    index = PodIndex()
+    for pod in pods:
+        index.upsert(pod_facts(wire(serialise(pod))))
+    return index
+
+
+def view_of(nodes: list[client.V1Node]) -> dict[str, Any]:
+    return known_nodes_from(wire(serialise(nodes)))
+
+
+def decide(
+    verb: str,
+    pod: client.V1Pod,
+    nodes: list[client.V1Node],
+    cache: bool,
+    *,
+    pods: PodIndex | None = None,
+    policy: ExtenderPolicy | None = None,
+    known: list[client.V1Node] | None = None,
+) -> Any:
+    args = parse_extender_args(wire(extender_args(pod, nodes, node_cache_capable=cache)))
+    view = view_of(nodes if known is None else known)
+    call = filter_nodes if verb == "filter" else prioritize_nodes
+    return call(args, pods or PodIndex(), view, policy or ExtenderPolicy())
+
+
+def passed(result: dict[str, Any]) -> list[str]:
+    if result["NodeNames"] is not None:
+        assert result["Nodes"] is None
+        return result["NodeNames"]
+    return [item["metadata"]["name"] for item in result["Nodes"]["items"]]
+
+
+def scores(result: list[dict[str, Any]]) -> dict[str, int]:
+    return {entry["Host"]: entry["Score"] for entry in result}
+
+
+# -- the wire format
+
+
+def test_keys_match_case_insensitively_as_go_decodes_them() -> None:
+    body = wire(extender_args(make_pod("p"), [make_node("a"), make_node("b")], node_cache_capable=False))
+    lowered = {"pod": body["Pod"], "NODES": body["Nodes"], "nodenames": None}
+    args = parse_extender_args(lowered)
+    assert [n["metadata"]["name"] for n in args.nodes or []] == ["a", "b"]
+    assert not args.node_cache_capable
+    named = parse_extender_args({"pOd": body["Pod"], "nodeNames": ["a"]})
+    assert named.node_names == ["a"]
+
+
+def test_full_node_list_answer_carries_node_objects_and_no_names() -> None:
+    result = decide("filter", make_pod("p"), [make_node("a"), make_node("b")], cache=False)
+    assert result["NodeNames"] is None
+    assert [n["metadata"]["name"] for n in result["Nodes"]["items"]] == ["a", "b"]
+    # The node objects go back as they came (kube-scheduler rebuilds NodeInfo from them).
+    assert result["Nodes"]["items"][0]["status"]["capacity"]["cpu"] == "8"
+    assert set(result) == {"Nodes", "NodeNames", "FailedNodes", "FailedAndUnresolvableNodes", "Error"}
+
+
+def test_node_cache_capable_answer_carries_names_only() -> None:
+    result = decide("filter", make_pod("p"), [make_node("a"), make_node("b")], cache=True)
+    assert result["Nodes"] is None
+    assert result["NodeNames"] == ["a", "b"]
+
+
+def test_empty_node_list_as_go_encodes_it() -> None:
+    args = parse_extender_args({"Pod": serialise(make_pod("p")), "Nodes": {"metadata": {}, "items": None}})
+    assert args.nodes == []
+    assert filter_nodes(args, PodIndex(), {}, ExtenderPolicy())["Nodes"]["items"] == []
+
+
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        ([], "must be a JSON object"),
+        ({"Nodes": {"items": []}}, "Pod must be a Pod object"),
+        ({"Pod": {}}, "neither Nodes nor NodeNames"),
+        ({"Pod": {}, "NodeNames": "a"}, "NodeNames must be a list"),
+        ({"Pod": {}, "NodeNames": ["a", 3]}, "NodeNames must be a list"),
+        ({"Pod": {}, "Nodes": []}, "Nodes must be a NodeList"),
+        ({"Pod": {}, "Nodes": {"items": ["a"]}}, "items must be a list of Node objects"),
+    ],
+)
+def test_bodies_that_are_not_extender_args_are_refused(body: Any, problem: str) -> None:
+    with pytest.raises(ExtenderInputError, match=problem):
+        parse_extender_args(body)
+
+
+# -- filter
+
+
+@MODES
+@pytest.mark.parametrize("gpu_in", ["limits", "requests"])
+def test_gpu_pods_only_on_nodes_with_gpu_capacity(cache: bool, gpu_in: str) -> None:
+    nodes = [make_node("plain"), make_node("gpu", gpus=2), make_node("plain2")]
+    result = decide("filter", make_pod("trainer", gpus=1, gpu_in=gpu_in), nodes, cache)
+    assert passed(result) == ["gpu"]
+    assert set(result["FailedAndUnresolvableNodes"]) == {"plain", "plain2"}
+    assert "no nvidia.com/gpu capacity" in result["FailedAndUnresolvableNodes"]["plain"]
+    assert result["FailedNodes"] == {}
+
+
+@MODES
+def test_pods_without_gpus_may_use_any_node(cache: bool) -> None:
+    nodes = [make_node("plain"), make_node("gpu", gpus=2)]
+    assert passed(decide("filter", make_pod("web", pod_type="cpu"), nodes, cache)) == ["plain", "gpu"]
+
+
+def test_unknown_node_names_fail_with_a_reason() -> None:
+    known = [make_node("a")]
+    result = decide("filter", make_pod("p"), [make_node("a"), make_node("ghost")], cache=True, known=known)
+    assert result["NodeNames"] == ["a"]
+    assert "ghost" in result["FailedNodes"]
+    assert "not in the extender's view" in result["FailedNodes"]["ghost"]
+
+
+@MODES
+def test_forbidden_pair_rule_filters_nodes_with_that_neighbour(cache: bool) -> None:
+    nodes = [make_node("a"), make_node("b"), make_node("c")]
+    pods = index_of(
+        make_pod("m1", pod_type="memory", node_name="a"),
+        make_pod("c1", pod_type="cpu", node_name="b"),
+    )
+    policy = policy_from_mapping({"forbidden_pairs": [["memory", "memory"]]})
+    result = decide("filter", make_pod("m2", pod_type="Memory"), nodes, cache, pods=pods, policy=policy)
+    assert passed(result) == ["b", "c"]
+    assert "may not share node a with pods of type memory" in result["FailedNodes"]["a"]
+    # The same pods without the rule: every node passes.
+    assert passed(decide("filter", make_pod("m2", pod_type="memory"), nodes, cache, pods=pods)) == ["a", "b", "c"]
+
+
+def test_pods_of_other_schedulers_pass_through_untouched() -> None:
+    pod = make_pod("other", gpus=1, scheduler_name="default-scheduler")
+    result = decide("filter", pod, [make_node("plain"), make_node("ghost")], cache=True, known=[make_node("plain")])
+    assert result["NodeNames"] == ["plain", "ghost"]
+    assert result["FailedNodes"] == result["FailedAndUnresolvableNodes"] == {}
+
+
+# -- prioritize
+
+
+@MODES
+def test_same_type_pods_prefer_nodes_without_that_type(cache: bool) -> None:
+    nodes = [make_node("a"), make_node("b"), make_node("c")]
+    pods = index_of(
+        make_pod("c1", pod_type="cpu", node_name="a"),
+        make_pod("c2", pod_type="cpu", node_name="a"),
+        make_pod("c3", pod_type="cpu", node_name="b"),
+        make_pod("m1", pod_type="memory", node_name="c"),
+        make_pod("m2", pod_type="memory", node_name="c"),
+    )
+    result = scores(decide("prioritize", make_pod("new", pod_type="cpu"), nodes, cache, pods=pods))
+    # c holds only memory pods (no interference), b one cpu pod, a two.
+    assert result == {"c": MAX_EXTENDER_PRIORITY, "b": 5, "a": MIN_EXTENDER_PRIORITY}
+
+
+def test_interference_is_the_engines_dot_product_with_the_node() -> None:
+    pods = index_of(
+        make_pod("c1", pod_type="cpu", node_name="a"),
+        make_pod("m1", pod_type="memory", node_name="a"),
+        make_pod("x", node_name="a", annotations={"interference.orchestrator/profile": '{"cpu": 0.5, "llc": 1}'}),
+    )
+    cpu = profile_for_type("cpu")
+    expected = dot(cpu, profile_for_type("cpu")) + dot(cpu, profile_for_type("memory")) + 0.5
+    assert pods.interference(cpu, "a") == pytest.approx(expected)
+    assert pods.interference(cpu, "elsewhere") == 0.0
+
+
+def test_index_follows_updates_and_deletions() -> None:
+    pods = index_of(make_pod("c1", pod_type="cpu", node_name="a"))
+    moved = pod_facts(wire(serialise(make_pod("c1", pod_type="cpu", node_name="b"))))
+    pods.upsert(moved)
+    cpu = profile_for_type("cpu")
+    assert (pods.interference(cpu, "a"), pods.interference(cpu, "b")) == (0.0, 1.0)
+    finished = make_pod("c1", pod_type="cpu", node_name="b")
+    finished.status = client.V1PodStatus(phase="Succeeded")
+    pods.upsert(pod_facts(wire(serialise(finished))))
+    assert len(pods) == 0
+    assert pods.interference(cpu, "b") == 0.0
+
+
+@MODES
+def test_gpu_pods_prefer_more_gpu_memory(cache: bool) -> None:
+    nodes = [make_node("small", gpus=1, gpu_memory="16384"), make_node("big", gpus=1, gpu_memory="80Gi")]
+    policy = ExtenderPolicy(weights=ScoreWeights(interference=0, gpu_memory=1, spot=0, zone_spread=0))
+    result = scores(decide("prioritize", make_pod("trainer", gpus=1), nodes, cache, policy=policy))
+    assert result == {"small": MIN_EXTENDER_PRIORITY, "big": MAX_EXTENDER_PRIORITY}
+    assert gpu_memory_bytes("16384") == 16 * 1024**3
+    assert gpu_memory_bytes("not-a-size") is None
+
+
+@MODES
+def test_interruptible_pods_prefer_spot_capacity(cache: bool) -> None:
+    nodes = [
+        make_node("on-demand", labels={"karpenter.sh/capacity-type": "on-demand"}),
+        make_node("karpenter-spot", labels={"karpenter.sh/capacity-type": "spot"}),
+        make_node("eks-spot", labels={"eks.amazonaws.com/capacityType": "SPOT"}),
+    ]
+    tolerant = make_pod(
+        "batch", tolerations=[client.V1Toleration(key="karpenter.sh/capacity-type", operator="Exists")]
+    )
+    result = scores(decide("prioritize", tolerant, nodes, cache))
+    assert result == {"on-demand": 0, "karpenter-spot": 10, "eks-spot": 10}
+    # A pod that does not say it tolerates interruption has no spot preference.
+    assert set(scores(decide("prioritize", make_pod("web"), nodes, cache)).values()) == {MIN_EXTENDER_PRIORITY}
+
+
+@MODES
+def test_pods_of_one_app_spread_over_zones(cache: bool) -> None:
+    nodes = [make_node("a1", zone="a"), make_node("a2", zone="a"), make_node("b1", zone="b"), make_node("c1", zone="c")]
+    pods = index_of(
+        make_pod("web-1", app="web", node_name="a1"),
+        make_pod("web-2", app="web", node_name="b1"),
+        make_pod("web-3", app="web", node_name="b1"),
+        make_pod("db-1", app="db", node_name="c1"),
+    )
+    result = scores(decide("prioritize", make_pod("web-4", app="web"), nodes, cache, pods=pods))
+    # Zone c has no web pod, a one (on a1, which also counts for a2), b two.
+    assert result == {"c1": 10, "a1": 5, "a2": 5, "b1": 0}
+
+
+def test_weights_combine_components_into_a_weighted_mean() -> None:
+    nodes = [
+        make_node("busy-spot", labels={"karpenter.sh/capacity-type": "spot"}),
+        make_node("quiet-on-demand"),
+    ]
+    pods = index_of(make_pod("c1", pod_type="cpu", node_name="busy-spot"))
+    pod = make_pod("new", pod_type="cpu", annotations={"interference.orchestrator/interruptible": "true"})
+    heavy_interference = policy_from_mapping({"weights": {"interference": 3, "spot": 1}})
+    heavy_spot = policy_from_mapping({"weights": {"interference": 1, "spot": 3}})
+    assert scores(decide("prioritize", pod, nodes, cache=True, pods=pods, policy=heavy_interference)) == {
+        "busy-spot": 2,  # round((3 * 0 + 1 * 10) / 4)
+        "quiet-on-demand": 8,  # round((3 * 10 + 1 * 0) / 4)
+    }
+    assert scores(decide("prioritize", pod, nodes, cache=True, pods=pods, policy=heavy_spot)) == {
+        "busy-spot": 8,
+        "quiet-on-demand": 2,
+    }
+
+
+def test_unknown_nodes_score_the_minimum_and_scores_stay_in_range() -> None:
+    nodes = [make_node("a"), make_node("ghost")]
+    pods = index_of(make_pod("c1", pod_type="cpu", node_name="a"))
+    result = decide("prioritize", make_pod("new", pod_type="cpu"), nodes, True, pods=pods, known=[make_node("a")])
+    assert scores(result) == {"a": 10, "ghost": 0}
+    assert all(isinstance(e["Score"], int) and 0 <= e["Score"] <= 10 for e in result)
+
+
+# -- policy
+
+
+def test_policy_defaults_and_validation() -> None:
+    policy = policy_from_mapping(None)
+    assert policy.weights == ScoreWeights()
+    assert policy.scheduler_names == frozenset({"interference-scheduler"})
+    assert policy_from_mapping({"scheduler_names": []}).decides_for(pod_facts(serialise(make_pod("p"))))
+    for bad, problem in [
+        ({"weights": {"interference": -1}}, "weights.interference"),
+        ({"weights": {"noise": 1}}, "unknown weights"),
+        ({"forbidden_pairs": [["cpu"]]}, "forbidden_pairs\\[0\\]"),
+        ({"colour": "blue"}, "unknown policy keys"),
+        ({"scheduler_names": "x"}, "scheduler_names"),
+    ]:
+        with pytest.raises(ExtenderConfigError, match=problem):
+            policy_from_mapping(bad)
