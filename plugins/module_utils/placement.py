@@ -287,12 +287,17 @@ class _NodeClass:
             self.heap = [e for e in self.heap if e[4] == self.latest[e[3]]]
             heapq.heapify(self.heap)
 
-    def best(self, state: _State, app: App, exclude: int = -1) -> int | None:
-        """Cheapest node that can take one more replica of `app` now (not `exclude`)."""
+    def best(self, state: _State, app: App, exclude: int = -1, below: float = math.inf) -> int | None:
+        """Cheapest node that can take one more replica of `app` now (not `exclude`).
+
+        With `below`, only nodes whose marginal cost is under it are of interest:
+        the search stops at the first entry at or above it (an entry's key never
+        overstates the node's current key, so nothing cheaper is left behind).
+        """
         aside = []
         chosen = None
         heap = self.heap
-        while heap:
+        while heap and heap[0][0] < below:
             entry = heapq.heappop(heap)
             node_index, version = entry[3], entry[4]
             if version != self.latest[node_index]:
@@ -385,7 +390,9 @@ class _Engine:
                 app = self.apps[app_index]
                 current = assignment[app_index][position]
                 staying = state.marginal(app.profile, current) - self_weight[app_index]
-                target = self.classes[self.class_of_app[app_index]].best(state, app, exclude=current)
+                target = self.classes[self.class_of_app[app_index]].best(
+                    state, app, exclude=current, below=round(staying - EPSILON, 9)
+                )
                 if target is not None and state.marginal(app.profile, target) < staying - EPSILON:
                     self.remove(app, current)
                     self.add(app, target)
