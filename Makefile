@@ -23,6 +23,7 @@ tools:  ## Build kube-apiserver, kube-controller-manager, kube-scheduler, kubect
 	scripts/build-tools.sh
 
 site: setup  ## The main job: provision the cluster and place the apps
+	scripts/build-tools.sh --for-site
 	$(BIN)/ansible-playbook site.yml
 
 teardown: setup  ## Delete the cluster site.yml created

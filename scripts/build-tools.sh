@@ -6,7 +6,9 @@
 # hack/tools/<name>/ and built once into .cache/bin (ignored by git); a binary
 # that already reports the pinned version, there or on PATH, is reused.
 #
-# Usage: scripts/build-tools.sh [TOOL ...]   (default: all)
+# Usage: scripts/build-tools.sh [TOOL ...]   (default: all but kind)
+#        scripts/build-tools.sh --for-site   (what site.yml needs here: kind, kubectl
+#        and helm when a Docker engine answers, else the kwok set)
 set -euo pipefail
 
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -17,6 +19,7 @@ kube_version=$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" {print $3}' "$r
 etcd_version=$(awk '$1 == "require" && $2 == "go.etcd.io/etcd/server/v3" {print $3}' "$repo_root/hack/tools/etcd/go.mod")
 kwok_version=$(awk '$1 == "require" && $2 == "sigs.k8s.io/kwok" {print $3}' "$repo_root/hack/tools/kwok/go.mod")
 helm_version=$(awk '$1 == "require" && $2 == "helm.sh/helm/v3" {print $3}' "$repo_root/hack/tools/helm/go.mod")
+kind_version=$(awk '$1 == "require" && $2 == "sigs.k8s.io/kind" {print $3}' "$repo_root/hack/tools/kind/go.mod")
 
 export CGO_ENABLED=0 GOFLAGS=-mod=mod
 # Two cores: one link at a time keeps peak memory and swap-free builds sane.
@@ -78,11 +81,20 @@ build_one() {
     helm)
       ensure helm "$helm_version" version helm helm.sh/helm/v3/cmd/helm \
         "-X helm.sh/helm/v3/internal/version.version=$helm_version -X helm.sh/helm/v3/internal/version.gitTreeState=clean" ;;
+    kind)
+      ensure kind "$kind_version" version kind sigs.k8s.io/kind "" ;;
     *) log "unknown tool: $1"; exit 2 ;;
   esac
 }
 
 tools=("$@")
+if [[ ${tools[0]:-} == --for-site ]]; then
+  if docker info >/dev/null 2>&1; then
+    tools=(kind kubectl helm)
+  else
+    tools=()
+  fi
+fi
 if [[ ${#tools[@]} -eq 0 ]]; then
   tools=(etcd kwok kwokctl helm kube-apiserver kube-controller-manager kube-scheduler kubectl)
 fi
