@@ -1,0 +1,300 @@
+"""Benchmark of the scheduler extender (figures for docs/extender.md; not a test).
+
+Parts (all by default, or name them):
+  decisions  filter + prioritize answered in-process (JSON decode, decision, JSON encode),
+             p50/p99 at 10, 100 and 1,000 nodes, full node list and nodeCacheCapable.
+  http       the same over real HTTP keep-alive connections, server pinned to one core,
+             for each server stack (stdlib ThreadingHTTPServer, aiohttp), plus requests/s.
+  kwok       a kwok cluster with the real kube-scheduler: pods/s bound by a scheduler
+             with the extender versus the same scheduler without it, same pods, same run.
+
+Run: PYTHONPATH=collections:. .venv/bin/python benchmarks/extender.py [decisions|http|kwok ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import multiprocessing
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+for entry in (str(REPO / "collections"), str(REPO)):
+    if entry not in sys.path:
+        sys.path.insert(0, entry)
+
+from ansible_collections.interference.orchestrator.plugins.module_utils.scheduler_extender import (  # noqa: E402
+    ExtenderPolicy,
+)
+
+from interference_extender.cluster_view import ClusterView  # noqa: E402
+from interference_extender.sample_objects import extender_args, make_node, make_pod, serialise  # noqa: E402
+from interference_extender.service import ExtenderService, tune_garbage_collector  # noqa: E402
+
+SIZES = (10, 100, 1000)
+PODS_PER_NODE = 10
+ZONES = ("zone-a", "zone-b", "zone-c")
+
+
+def percentile(samples: Sequence[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def cluster_objects(node_count: int) -> tuple[list[Any], list[Any]]:
+    """Nodes (a tenth with GPUs, three zones) and PODS_PER_NODE typed pods of 50 apps on each."""
+    nodes = [
+        make_node(f"node-{i:04d}", gpus=4 if i % 10 == 0 else 0, gpu_memory="81920" if i % 10 == 0 else None,
+                  zone=ZONES[i % len(ZONES)])
+        for i in range(node_count)
+    ]
+    pods = [
+        make_pod(f"pod-{i}-{j}", pod_type=("cpu", "memory")[(i + j) % 2], app=f"app-{(i * PODS_PER_NODE + j) % 50}",
+                 node_name=f"node-{i:04d}")
+        for i in range(node_count)
+        for j in range(PODS_PER_NODE)
+    ]
+    return nodes, pods
+
+
+def service_for(node_count: int) -> tuple[ExtenderService, list[Any]]:
+    nodes, pods = cluster_objects(node_count)
+    view = ClusterView()
+    view.replace_nodes(serialise(nodes))
+    view.replace_pods(serialise(pods))
+    service = ExtenderService(view, ExtenderPolicy())
+    tune_garbage_collector()  # as the service does once started
+    return service, nodes
+
+
+def request_bodies(nodes: list[Any], node_cache_capable: bool) -> bytes:
+    pod = make_pod("incoming", pod_type="cpu", app="app-7")
+    return json.dumps(extender_args(pod, nodes, node_cache_capable)).encode()
+
+
+def measure(call: Callable[[], None], rounds: int) -> dict[str, float]:
+    """Latency of `call` (ms) over `rounds` runs after a warm-up."""
+    for _ in range(max(3, rounds // 10)):
+        call()
+    samples = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        call()
+        samples.append((time.perf_counter() - started) * 1000)
+    return {"p50_ms": round(statistics.median(samples), 2), "p99_ms": round(percentile(samples, 0.99), 2)}
+
+
+def rounds_for(node_count: int) -> int:
+    return {10: 2000, 100: 1000}.get(node_count, 200)
+
+
+def bench_decisions() -> list[dict[str, Any]]:
+    rows = []
+    for size in SIZES:
+        service, nodes = service_for(size)
+        for cache in (False, True):
+            body = request_bodies(nodes, cache)
+
+            def decide(body: bytes = body, service: ExtenderService = service) -> None:
+                for verb in ("/filter", "/prioritize"):
+                    response = service.answer("POST", verb, body)
+                    assert response.status == 200, response.body
+
+            row = {"part": "decisions", "nodes": size, "mode": "nodeCacheCapable" if cache else "full-node-list",
+                   "body_kib": round(len(body) / 1024, 1), **measure(decide, rounds_for(size))}
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+    return rows
+
+
+# -- HTTP
+
+
+def _serve(stack: str, size: int, port: int, ready: Any) -> None:
+    # One process: the GIL keeps the service on one core at a time, which is the
+    # "one core" of the figures (pinning to a fixed core measured the neighbours'
+    # load on this shared machine instead).
+    service, _ = service_for(size)
+    if stack == "stdlib":
+        from interference_extender.server import serve
+
+        server = serve(service, "127.0.0.1", port, 64 * 1024 * 1024, 30.0)
+        ready.set()
+        server.serve_forever()
+    else:
+        import asyncio
+
+        from aiohttp import web
+
+        async def handle(request: web.Request) -> web.Response:
+            response = service.answer(request.method, request.path, await request.read())
+            return web.Response(status=response.status, body=response.body,
+                                headers={"Content-Type": response.content_type})
+
+        async def main() -> None:
+            app = web.Application(client_max_size=64 * 1024 * 1024)
+            app.router.add_route("*", "/{tail:.*}", handle)
+            runner = web.AppRunner(app, access_log=None)
+            await runner.setup()
+            await web.TCPSite(runner, "127.0.0.1", port).start()
+            ready.set()
+            await asyncio.Event().wait()
+
+        asyncio.run(main())
+
+
+def _post(conn: http.client.HTTPConnection, path: str, body: bytes) -> None:
+    conn.request("POST", path, body=body, headers={"Content-Type": "application/json"})
+    response = conn.getresponse()
+    response.read()
+    assert response.status == 200, response.status
+
+
+def bench_http(stacks: Sequence[str]) -> list[dict[str, Any]]:
+    from tests.integration.kwok_extender_harness import free_port
+
+    rows = []
+    context = multiprocessing.get_context("fork")
+    for stack in stacks:
+        for size in SIZES:
+            port = free_port()
+            ready = context.Event()
+            server = context.Process(target=_serve, args=(stack, size, port, ready), daemon=True)
+            server.start()
+            ready.wait(120)
+            _, nodes = cluster_objects(size)
+            try:
+                for cache in (False, True):
+                    body = request_bodies(nodes, cache)
+                    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+
+                    def decide(conn: http.client.HTTPConnection = conn, body: bytes = body) -> None:
+                        _post(conn, "/filter", body)
+                        _post(conn, "/prioritize", body)
+
+                    row: dict[str, Any] = {"part": "http", "stack": stack, "nodes": size,
+                                           "mode": "nodeCacheCapable" if cache else "full-node-list",
+                                           **measure(decide, rounds_for(size) // 2)}
+                    conn.close()
+                    if cache and size == 100:
+                        row["requests_per_s"] = round(_throughput(port, body), 1)
+                    print(json.dumps(row), flush=True)
+                    rows.append(row)
+            finally:
+                server.terminate()
+                server.join()
+    return rows
+
+
+def _throughput(port: int, body: bytes, clients: int = 4, seconds: float = 5.0) -> float:
+    """Requests/s the server (one core) answers to `clients` keep-alive connections."""
+    counts = [0] * clients
+    stop = time.monotonic() + seconds
+
+    def run(index: int) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        while time.monotonic() < stop:
+            _post(conn, "/prioritize", body)
+            counts[index] += 1
+        conn.close()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(clients)]
+    started = time.monotonic()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return sum(counts) / (time.monotonic() - started)
+
+
+# -- kwok
+
+
+def bench_kwok(node_count: int, pod_count: int) -> list[dict[str, Any]]:
+    from kubernetes import watch
+
+    from tests.integration import kwok_extender_harness as kwok
+
+    workdir = Path(tempfile.mkdtemp(prefix="extender-bench-"))
+    listen = f"127.0.0.1:{kwok.free_port()}"
+    kwok.render_scheduler_config(workdir, listen)
+    _, policy = workdir / "kube-scheduler-config.yaml", workdir / "policy.yml"
+    cluster = kwok.KwokCluster(name=f"ext-bench-{kwok.free_port()}", workdir=workdir)
+    cluster.create()
+    rows = []
+    extender = None
+    try:
+        api = cluster.api()
+        kwok.create_nodes(api, [make_node(f"n{i:03d}", zone=ZONES[i % len(ZONES)]) for i in range(node_count)])
+        extender = kwok.start_extender(cluster.kubeconfig, listen, policy, workdir / "extender.log")
+        for label, url in (("without extender", None), ("with extender", f"http://{listen}")):
+            profile = "bench-with" if url else "bench-without"
+            config = kwok.write_scheduler_config(workdir / f"{profile}.json", cluster.kubeconfig, profile, url)
+            for i in range(pod_count):
+                kwok.create_pod(api, make_pod(f"{profile}-{i}", pod_type=("cpu", "memory")[i % 2],
+                                              app=f"app-{i % 20}", scheduler_name=profile))
+            bound: dict[str, float] = {}
+            done = threading.Event()
+
+            def record(profile: str = profile, bound: dict[str, float] = bound, done: threading.Event = done) -> None:
+                stream = watch.Watch().stream(api.list_namespaced_pod, "default", timeout_seconds=600)
+                for event in stream:
+                    pod = event["object"]
+                    if pod.metadata.name.startswith(profile) and pod.spec.node_name and pod.metadata.name not in bound:
+                        bound[pod.metadata.name] = time.monotonic()
+                        if len(bound) == pod_count:
+                            done.set()
+                            return
+
+            watcher = threading.Thread(target=record, daemon=True)
+            watcher.start()
+            time.sleep(1)
+            scheduler = cluster.start_scheduler(config, workdir / f"{profile}.log")
+            done.wait(600)
+            kwok.stop(scheduler)
+            times = sorted(bound.values())
+            rate = (len(times) - 1) / (times[-1] - times[0]) if len(times) > 1 else 0.0
+            row: dict[str, Any] = {"part": "kwok", "scheduler": label, "nodes": node_count, "pods": pod_count,
+                   "bound": len(times), "pods_per_s": round(rate, 1)}
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+            api.delete_collection_namespaced_pod("default", grace_period_seconds=0)
+            kwok.wait_for("pods to be deleted", lambda: not api.list_namespaced_pod("default").items, timeout=300)
+    finally:
+        if extender is not None:
+            kwok.stop(extender)
+        cluster.delete()
+    with_rate = next(r["pods_per_s"] for r in rows if r["scheduler"] == "with extender")
+    without_rate = next(r["pods_per_s"] for r in rows if r["scheduler"] == "without extender")
+    ratio = {"part": "kwok", "throughput_ratio": round(with_rate / without_rate, 2) if without_rate else None}
+    print(json.dumps(ratio), flush=True)
+    return [*rows, ratio]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parts = ["decisions", "http", "kwok"]
+    parser.add_argument("parts", nargs="*", default=parts, choices=parts)
+    parser.add_argument("--stacks", default="stdlib,aiohttp", help="HTTP server stacks to compare")
+    parser.add_argument("--kwok-nodes", type=int, default=100)
+    parser.add_argument("--kwok-pods", type=int, default=500)
+    args = parser.parse_args(argv)
+    if "decisions" in args.parts:
+        bench_decisions()
+    if "http" in args.parts:
+        bench_http(args.stacks.split(","))
+    if "kwok" in args.parts:
+        bench_kwok(args.kwok_nodes, args.kwok_pods)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

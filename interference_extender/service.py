@@ -1,0 +1,146 @@
+"""The extender's request handling, independent of the HTTP server that carries it.
+
+`ExtenderService.answer(method, path, body)` returns the status, content type
+and bytes of the response; `server.py` wires it to the standard library's
+ThreadingHTTPServer (the choice is argued with figures in docs/extender.md and
+benchmarks/extender.py, which runs the same service behind other servers).
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from ansible_collections.interference.orchestrator.plugins.module_utils.scheduler_extender import (
+    ExtenderInputError,
+    ExtenderPolicy,
+    filter_nodes,
+    parse_extender_args,
+    prioritize_nodes,
+)
+import orjson
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+from .cluster_view import ClusterView
+
+LOG = logging.getLogger("interference_extender")
+JSON = "application/json"
+TEXT = "text/plain; charset=utf-8"
+# Buckets (seconds) around the 20 ms target of a decision at 1,000 nodes.
+LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0)
+VERBS = ("filter", "prioritize")
+
+
+@dataclass(frozen=True)
+class Response:
+    """What to send back: HTTP status, content type, body."""
+
+    status: int
+    content_type: str
+    body: bytes
+
+
+def _json(status: int, payload: Any) -> Response:
+    return Response(status, JSON, orjson.dumps(payload))
+
+
+def tune_garbage_collector() -> None:
+    """Make the cyclic GC cheap for this workload (call once the service is set up).
+
+    A request decodes into up to a few hundred thousand short-lived objects
+    (a full NodeList of 1,000 nodes), all freed by reference counting; with the
+    default threshold (700) the collector runs hundreds of times per request
+    and walks the whole live view each time it reaches the old generation,
+    which cost more than the decoding itself in benchmarks/extender.py.
+    Freezing moves what exists at start (modules, the first lists) out of its
+    reach; the higher first threshold makes collections rare.
+    """
+    gc.freeze()
+    gc.set_threshold(100_000, 50, 100)
+
+
+def _text(status: int, message: str) -> Response:
+    return Response(status, TEXT, (message.rstrip("\n") + "\n").encode())
+
+
+class ExtenderMetrics:
+    """Prometheus metrics of one service (own registry, so tests can run several)."""
+
+    def __init__(self, view: ClusterView) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "interference_extender_requests",
+            "Requests answered, per verb and HTTP status code.",
+            ("verb", "code"),
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "interference_extender_request_duration_seconds",
+            "Time to answer a request, per verb (seconds, from the body read to the answer).",
+            ("verb",),
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        pods = Gauge("interference_extender_view_pods", "Pods bound to nodes in the live view.", registry=self.registry)
+        nodes = Gauge("interference_extender_view_nodes", "Nodes in the live view.", registry=self.registry)
+        synced = Gauge(
+            "interference_extender_view_synced",
+            "1 once pods and nodes are listed (or no cluster).",
+            registry=self.registry,
+        )
+        pods.set_function(lambda: view.counts()[0])
+        nodes.set_function(lambda: view.counts()[1])
+        synced.set_function(lambda: 1.0 if view.synced else 0.0)
+        for verb in VERBS:  # export the series before the first request, as dashboards expect
+            self.latency.labels(verb=verb)
+
+
+class ExtenderService:
+    """Answers kube-scheduler's filter and prioritize calls, /healthz, /readyz and /metrics."""
+
+    def __init__(self, view: ClusterView, policy: ExtenderPolicy) -> None:
+        self.view = view
+        self.policy = policy
+        self.metrics = ExtenderMetrics(view)
+
+    def answer(self, method: str, path: str, body: bytes) -> Response:
+        """Route one request; never raises (an unexpected failure is a 500 with its message)."""
+        route = path.split("?", 1)[0].rstrip("/") or "/"
+        verb = route.lstrip("/")
+        if verb in VERBS:
+            started = time.perf_counter()
+            response = self._decide(method, verb, body)
+            self.metrics.latency.labels(verb=verb).observe(time.perf_counter() - started)
+            self.metrics.requests.labels(verb=verb, code=str(response.status)).inc()
+            return response
+        if route == "/healthz":
+            return _text(200, "ok")
+        if route == "/readyz":
+            return _text(200, "ok") if self.view.synced else _text(503, "waiting for the first list of pods and nodes")
+        if route == "/metrics":
+            return Response(200, CONTENT_TYPE_LATEST, generate_latest(self.metrics.registry))
+        return _text(404, f"no such path {route}: POST /filter, POST /prioritize, GET /healthz, /readyz, /metrics")
+
+    def _decide(self, method: str, verb: str, body: bytes) -> Response:
+        if method != "POST":
+            return _text(405, f"{verb} takes POST with an ExtenderArgs JSON body")
+        try:
+            decoded = orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            return _text(400, f"malformed JSON in the {verb} request: {exc}")
+        try:
+            args = parse_extender_args(decoded)
+            with self.view.locked() as view:
+                if verb == "filter":
+                    payload: Any = filter_nodes(args, view.pods, view.nodes, self.policy)
+                else:
+                    payload = prioritize_nodes(args, view.pods, view.nodes, self.policy)
+        except ExtenderInputError as exc:
+            return _text(400, f"bad {verb} request: {exc}")
+        except Exception as exc:  # a bug must cost one request, never the service
+            LOG.exception("%s failed", verb)
+            return _text(500, f"{verb} failed: {type(exc).__name__}: {exc}")
+        return _json(200, payload)

@@ -1,0 +1,259 @@
+"""A kwok cluster whose real kube-scheduler calls the extender, for the tests and the benchmark.
+
+Everything is real except the kubelets: etcd, kube-apiserver,
+kube-controller-manager and kube-scheduler are the binaries in .cache/bin
+(`make tools`), kwok-controller plays the nodes. The KubeSchedulerConfiguration
+is the one the `scheduler_extender` role renders (its `scheduler_config` entry
+point, run through ansible-playbook), given to kwokctl's scheduler with
+`--kube-scheduler-config`, as site.yml does on kwok.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+TOOLS = REPO / ".cache" / "bin"
+COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kwokctl", "kubectl")
+
+
+def missing_tools() -> list[str]:
+    """Names of the binaries `make tools` builds that are not there yet."""
+    return [name for name in COMPONENTS if not (TOOLS / name).is_file()]
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_for(what: str, check: Callable[[], Any], timeout: float = 120.0, interval: float = 0.2) -> Any:
+    """Poll `check` until it returns something truthy; fail with `what` after `timeout` seconds (liveness only)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out waiting for {what}")
+        time.sleep(interval)
+
+
+def render_scheduler_config(
+    directory: Path, listen: str, extra_vars: dict[str, Any] | None = None
+) -> tuple[Path, Path]:
+    """Run the role's scheduler_config entry point; returns (KubeSchedulerConfiguration, policy) paths."""
+    playbook = directory / "render-scheduler-config.yml"
+    variables = {"scheduler_extender_local_dir": str(directory), "scheduler_extender_local_listen": listen}
+    variables.update(extra_vars or {})
+    playbook.write_text(
+        yaml.safe_dump(
+            [
+                {
+                    "name": "Render the extender's scheduler configuration",
+                    "hosts": "localhost",
+                    "gather_facts": False,
+                    "tasks": [
+                        {
+                            "name": "Render",
+                            "ansible.builtin.include_role": {
+                                "name": "interference.orchestrator.scheduler_extender",
+                                "tasks_from": "scheduler_config",
+                            },
+                            "vars": variables,
+                        }
+                    ],
+                }
+            ]
+        )
+    )
+    env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg")}
+    subprocess.run(
+        [str(REPO / ".venv" / "bin" / "ansible-playbook"), "-i", str(REPO / "inventory" / "hosts.yml"), str(playbook)],
+        check=True, cwd=REPO, env=env, capture_output=True, text=True,
+    )
+    return directory / "kube-scheduler-config.yaml", directory / "policy.yml"
+
+
+@dataclass
+class KwokCluster:
+    """One kwokctl cluster in its own work folder (binary runtime, local binaries)."""
+
+    name: str
+    workdir: Path
+    scheduler_config: Path | None = None
+    processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {
+            **os.environ,
+            "PATH": f"{TOOLS}:{os.environ.get('PATH', '')}",
+            "KWOK_WORKDIR": str(self.workdir),
+            "KWOK_KUBECTL_BINARY": str(TOOLS / "kubectl"),
+        }
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.workdir / "clusters" / self.name / "kubeconfig.yaml"
+
+    def create(self) -> None:
+        argv = [
+            str(TOOLS / "kwokctl"), "create", "cluster", "--name", self.name, "--runtime", "binary",
+            "--kubeconfig", "", "--wait", "120s",
+            "--etcd-binary", str(TOOLS / "etcd"),
+            "--kube-apiserver-binary", str(TOOLS / "kube-apiserver"),
+            "--kube-controller-manager-binary", str(TOOLS / "kube-controller-manager"),
+            "--kube-scheduler-binary", str(TOOLS / "kube-scheduler"),
+            "--kwok-controller-binary", str(TOOLS / "kwok"),
+        ]
+        if self.scheduler_config is not None:
+            argv += ["--kube-scheduler-config", str(self.scheduler_config)]
+        subprocess.run(argv, check=True, env=self.env, capture_output=True)
+
+    def delete(self) -> None:
+        for process in self.processes:
+            stop(process)
+        subprocess.run(
+            [str(TOOLS / "kwokctl"), "delete", "cluster", "--name", self.name, "--kubeconfig", ""],
+            check=False, env=self.env, capture_output=True,
+        )
+
+    def api(self) -> Any:
+        from kubernetes import client, config
+
+        return client.CoreV1Api(config.new_client_from_config(config_file=str(self.kubeconfig)))
+
+    def start_scheduler(self, config: Path, log: Path) -> subprocess.Popen[bytes]:
+        """An extra kube-scheduler process (the same binary) with its own configuration."""
+        with log.open("ab") as out:
+            process = subprocess.Popen(
+                [str(TOOLS / "kube-scheduler"), f"--config={config}", f"--secure-port={free_port()}",
+                 "--bind-address=127.0.0.1"],
+                stdout=out, stderr=subprocess.STDOUT, env=self.env,
+            )
+        self.processes.append(process)
+        return process
+
+
+def stop(process: subprocess.Popen[Any]) -> None:
+    """Terminate a child process and reap it."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def start_extender(kubeconfig: Path, listen: str, policy: Path, log: Path) -> subprocess.Popen[bytes]:
+    """Start scripts/extender against the cluster and wait until it has listed pods and nodes."""
+    with log.open("ab") as out:
+        process = subprocess.Popen(
+            [str(REPO / "scripts" / "extender"), "--listen", listen, "--kubeconfig", str(kubeconfig),
+             "--config", str(policy)],
+            stdout=out, stderr=subprocess.STDOUT,
+        )
+    wait_for("the extender to be ready", lambda: process.poll() is not None or http_status(listen, "/readyz") == 200)
+    if process.poll() is not None:
+        raise RuntimeError(f"the extender exited: {log.read_text()}")
+    return process
+
+
+def http_status(listen: str, path: str) -> int | None:
+    host, port = listen.rsplit(":", 1)
+    try:
+        conn = http.client.HTTPConnection(host, int(port), timeout=5)
+        conn.request("GET", path)
+        return conn.getresponse().status
+    except OSError:
+        return None
+
+
+def metric(listen: str, name: str) -> float | None:
+    """One sample of the extender's /metrics (exact series name with labels), or None."""
+    host, port = listen.rsplit(":", 1)
+    try:
+        conn = http.client.HTTPConnection(host, int(port), timeout=5)
+        conn.request("GET", "/metrics")
+        text = conn.getresponse().read().decode()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[-1])
+    return None
+
+
+def kwok_node(node: Any) -> dict[str, Any]:
+    """A Node object for kwok-controller to play (the annotation hands it over)."""
+    from interference_extender.sample_objects import serialise
+
+    body: dict[str, Any] = serialise(node)
+    body["metadata"].setdefault("annotations", {})["kwok.x-k8s.io/node"] = "fake"
+    for server_set in ("uid", "resourceVersion"):
+        body["metadata"].pop(server_set, None)
+    body["status"] = {"capacity": body["status"]["capacity"], "allocatable": body["status"]["allocatable"]}
+    body["spec"] = {}
+    return body
+
+
+def create_nodes(api: Any, nodes: Iterable[Any]) -> list[str]:
+    names = []
+    for node in nodes:
+        body = kwok_node(node)
+        api.create_node(body)
+        names.append(body["metadata"]["name"])
+    wait_for("the nodes to be Ready", lambda: all(_ready(api.read_node(name)) for name in names))
+    return names
+
+
+def _ready(node: Any) -> bool:
+    return any(c.type == "Ready" and c.status == "True" for c in (node.status.conditions or []))
+
+
+def create_pod(api: Any, pod: Any) -> None:
+    from interference_extender.sample_objects import serialise
+
+    body = serialise(pod)
+    body.pop("status", None)
+    api.create_namespaced_pod(body["metadata"].get("namespace", "default"), body)
+
+
+def bound_node(api: Any, name: str, namespace: str = "default") -> str | None:
+    return api.read_namespaced_pod(name, namespace).spec.node_name
+
+
+def wait_bound(api: Any, name: str, namespace: str = "default", timeout: float = 60.0) -> str:
+    return str(wait_for(f"pod {name} to be bound", lambda: bound_node(api, name, namespace), timeout=timeout))
+
+
+def write_scheduler_config(path: Path, kubeconfig: Path, profile: str, extender_url: str | None) -> Path:
+    """A KubeSchedulerConfiguration for an extra scheduler process (benchmark: with and without the extender)."""
+    config: dict[str, Any] = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "clientConnection": {"kubeconfig": str(kubeconfig), "qps": 5000, "burst": 5000},
+        "leaderElection": {"leaderElect": False},
+        "profiles": [{"schedulerName": profile}],
+    }
+    if extender_url:
+        role_config = yaml.safe_load((path.parent / "kube-scheduler-config.yaml").read_text())
+        extender = dict(role_config["extenders"][0], urlPrefix=extender_url)
+        config["extenders"] = [extender]
+    path.write_text(json.dumps(config))
+    return path

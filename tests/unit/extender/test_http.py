@@ -1,0 +1,203 @@
+"""The extender over HTTP: a real server on a free port, real sockets, bad input included."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ansible_collections.interference.orchestrator.plugins.module_utils.scheduler_extender import ExtenderPolicy
+
+from interference_extender.cluster_view import ClusterView
+from interference_extender.sample_objects import extender_args, make_node, make_pod, serialise
+from interference_extender.server import ExtenderHTTPServer, serve
+from interference_extender.service import ExtenderService
+
+REPO = Path(__file__).resolve().parents[3]
+MAX_BODY = 256 * 1024
+IO_TIMEOUT = 0.5  # seconds: the server drops a client that stalls this long
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ExtenderHTTPServer]:
+    view = ClusterView()
+    view.replace_nodes(serialise([make_node("a"), make_node("b"), make_node("gpu", gpus=1)]))
+    view.replace_pods(serialise([make_pod("c1", pod_type="cpu", node_name="a")]))
+    running = serve(ExtenderService(view, ExtenderPolicy()), "127.0.0.1", 0, MAX_BODY, IO_TIMEOUT)
+    thread = threading.Thread(target=running.serve_forever, daemon=True)
+    thread.start()
+    yield running
+    running.shutdown()
+    running.server_close()
+
+
+def address(server: ExtenderHTTPServer) -> tuple[str, int]:
+    host, port = server.server_address[:2]
+    return str(host), int(port)
+
+
+def connect(server: ExtenderHTTPServer) -> http.client.HTTPConnection:
+    host, port = server.server_address[:2]
+    return http.client.HTTPConnection(str(host), int(port), timeout=10)
+
+
+def call(server: ExtenderHTTPServer, method: str, path: str, body: bytes | None = None) -> tuple[int, str, bytes]:
+    conn = connect(server)
+    try:
+        conn.request(method, path, body=body, headers={"Content-Type": "application/json"})
+        response = conn.getresponse()
+        return response.status, response.getheader("Content-Type") or "", response.read()
+    finally:
+        conn.close()
+
+
+def args_body(pod_name: str = "p", node_cache_capable: bool = True, **pod: Any) -> bytes:
+    nodes = [make_node("a"), make_node("b"), make_node("gpu", gpus=1)]
+    return json.dumps(extender_args(make_pod(pod_name, **pod), nodes, node_cache_capable)).encode()
+
+
+def test_filter_and_prioritize_answer_in_the_extender_types(server: ExtenderHTTPServer) -> None:
+    status, content_type, body = call(server, "POST", "/filter", args_body(gpus=1))
+    assert (status, content_type) == (200, "application/json")
+    result = json.loads(body)
+    assert result["NodeNames"] == ["gpu"]
+    assert set(result["FailedAndUnresolvableNodes"]) == {"a", "b"}
+    status, _, body = call(server, "POST", "/prioritize", args_body(pod_type="cpu"))
+    assert status == 200
+    assert json.loads(body) == [{"Host": "a", "Score": 0}, {"Host": "b", "Score": 10}, {"Host": "gpu", "Score": 10}]
+
+
+def test_full_node_list_mode_over_http(server: ExtenderHTTPServer) -> None:
+    status, _, body = call(server, "POST", "/filter", args_body(node_cache_capable=False))
+    assert status == 200
+    assert [n["metadata"]["name"] for n in json.loads(body)["Nodes"]["items"]] == ["a", "b", "gpu"]
+
+
+def test_malformed_json_is_400_with_a_message(server: ExtenderHTTPServer) -> None:
+    status, _, body = call(server, "POST", "/filter", b'{"Pod": {')
+    assert status == 400
+    assert b"malformed JSON in the filter request" in body
+
+
+def test_json_that_is_not_extender_args_is_400(server: ExtenderHTTPServer) -> None:
+    status, _, body = call(server, "POST", "/prioritize", b'{"Pod": {"metadata": {}}}')
+    assert status == 400
+    assert b"neither Nodes nor NodeNames" in body
+
+
+def test_unknown_node_is_a_failed_node_with_a_reason(server: ExtenderHTTPServer) -> None:
+    body = json.dumps({"Pod": serialise(make_pod("p")), "NodeNames": ["a", "nowhere"]}).encode()
+    status, _, answer = call(server, "POST", "/filter", body)
+    result = json.loads(answer)
+    assert status == 200
+    assert result["NodeNames"] == ["a"]
+    assert "nowhere" in result["FailedNodes"]["nowhere"]
+
+
+def test_body_over_the_limit_is_413_without_reading_it(server: ExtenderHTTPServer) -> None:
+    # Only the headers are sent: the server must answer from Content-Length alone.
+    with socket.create_connection(address(server), timeout=10) as sock:
+        sock.sendall(f"POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: {MAX_BODY + 1}\r\n\r\n".encode())
+        answer = b""
+        while chunk := sock.recv(4096):  # until the server closes the connection
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 413")
+    assert b"over the limit" in answer
+
+
+def test_a_stalled_client_is_dropped_and_others_are_still_served(server: ExtenderHTTPServer) -> None:
+    with socket.create_connection(address(server), timeout=10) as sock:
+        sock.sendall(b"POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{")
+        # While that request hangs, another one is answered.
+        assert call(server, "GET", "/healthz")[0] == 200
+        # The server gives up on the stalled one and closes it (empty read = closed).
+        assert sock.recv(4096) == b""
+
+
+def test_keep_alive_serves_several_requests_on_one_connection(server: ExtenderHTTPServer) -> None:
+    conn = connect(server)
+    try:
+        for _ in range(3):
+            conn.request("POST", "/prioritize", body=args_body(pod_type="memory"))
+            response = conn.getresponse()
+            assert response.status == 200
+            response.read()
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status"),
+    [("GET", "/filter", 405), ("GET", "/bind", 404), ("GET", "/healthz", 200), ("GET", "/readyz", 200)],
+)
+def test_routes(server: ExtenderHTTPServer, method: str, path: str, status: int) -> None:
+    assert call(server, method, path)[0] == status
+
+
+def test_metrics_count_requests_and_latency_per_verb(server: ExtenderHTTPServer) -> None:
+    call(server, "POST", "/filter", args_body())
+    call(server, "POST", "/filter", b"not json")
+    status, content_type, body = call(server, "GET", "/metrics")
+    text = body.decode()
+    assert status == 200
+    assert content_type.startswith("text/plain")
+    assert 'interference_extender_requests_total{code="400",verb="filter"}' in text
+    assert 'interference_extender_request_duration_seconds_bucket{le="0.02",verb="filter"}' in text
+    assert 'interference_extender_request_duration_seconds_count{verb="prioritize"}' in text
+    assert "interference_extender_view_pods 1.0" in text
+    assert "interference_extender_view_nodes 3.0" in text
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_scripts_extender_starts_without_a_cluster(tmp_path: Path) -> None:
+    port = _free_port()
+    log = tmp_path / "extender.log"
+    with log.open("w") as out:
+        process = subprocess.Popen(
+            [str(REPO / "scripts" / "extender"), "--listen", f"127.0.0.1:{port}"],
+            stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+                conn.request("GET", "/healthz")
+                assert conn.getresponse().status == 200
+                break
+            except OSError:
+                assert process.poll() is None, log.read_text()
+                assert time.monotonic() < deadline, log.read_text()
+                time.sleep(0.2)
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        body = json.dumps(extender_args(make_pod("p", pod_type="cpu"), [make_node("a")], False))
+        conn.request("POST", "/prioritize", body=body)
+        assert json.loads(conn.getresponse().read()) == [{"Host": "a", "Score": 10}]
+    finally:
+        process.terminate()
+        assert process.wait(timeout=10) == 0
+    assert "no --kubeconfig: empty view of pods and nodes" in log.read_text()
+
+
+def test_scripts_extender_refuses_a_bad_policy(tmp_path: Path) -> None:
+    policy = tmp_path / "policy.yml"
+    policy.write_text("weights: {interference: -2}\n")
+    done = subprocess.run(
+        [str(REPO / "scripts" / "extender"), "--listen", "127.0.0.1:0", "--config", str(policy)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )
+    assert done.returncode == 2
+    assert "weights.interference must be a number >= 0" in done.stderr
