@@ -5,18 +5,19 @@ Parts (both by default, or name them):
   site     wall time of `ansible-playbook site.yml` (cluster_provider=kwok) for
            4 apps on 2 workers and 200 apps on 20 workers: the first run (it
            creates the kwok cluster) and the idempotent rerun.
-  compare  on the 20-worker cluster, with our 200 apps placed by site.yml, the
-           same 200 apps again as plain Deployments in another namespace,
-           without pinning, left to kube-scheduler with a *preferred* pod
-           anti-affinity on interference.orchestrator/type (the native
-           Kubernetes way to spread noisy neighbours). The total interference
-           of each side is computed from the nodes the pods actually run on,
-           with the engine's `dot`, next to the engine's lower bound.
+  compare  on the 20-worker cluster, our 200 apps placed by site.yml; then,
+           with those removed, the same 200 apps as plain Deployments in
+           another namespace, without pinning, left to kube-scheduler with a
+           *preferred* pod anti-affinity on interference.orchestrator/type
+           (the native Kubernetes way to spread noisy neighbours). The total
+           interference of each side is computed from the nodes the pods
+           actually ran on, with the engine's `dot`, next to the engine's
+           lower bound. Two request mixes: uniform and varied (make_apps).
 
-Apps alternate `type: cpu` and `type: memory` and request 100m CPU and 128Mi,
-so capacity never binds (each worker: 8 CPU, 16Gi, 110 pods).
+Apps alternate `type: cpu` and `type: memory`; each worker has 8 CPU, 16Gi
+and 110 pods.
 
-Run: .venv/bin/python benchmarks/site_kwok.py [site] [compare] [--keep]
+Run: .venv/bin/python benchmarks/site_kwok.py [site] [compare] [--mix uniform|varied] [--keep]
 (`make tools` first; the clusters are named bench-site-2w and bench-site-20w
 and are deleted at the end unless --keep).
 """
@@ -26,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import subprocess
 import sys
 import tempfile
@@ -52,17 +54,29 @@ TYPE_LABEL = "interference.orchestrator/type"
 SIZES = [(4, 2), (200, 20)]
 
 
-def make_apps(count: int) -> list[dict[str, Any]]:
-    """`count` apps alternating cpu and memory, small requests so capacity never binds."""
-    return [
-        {
-            "name": f"app-{index:03d}",
-            "image": "pts/c-ray" if index % 2 == 0 else "pts/mbw",
-            "type": "cpu" if index % 2 == 0 else "memory",
-            "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
-        }
-        for index in range(count)
-    ]
+def make_apps(count: int, mix: str = "uniform") -> list[dict[str, Any]]:
+    """`count` apps alternating cpu and memory.
+
+    uniform: every app requests 100m CPU and 128Mi. varied: requests drawn
+    (seeded) from 100m..1000m CPU and 128Mi..2Gi, about two thirds of the
+    20 workers' allocatable in all, so resource scoring has something to say.
+    """
+    rng = random.Random(7)
+    apps = []
+    for index in range(count):
+        if mix == "varied":
+            requests = {"cpu": f"{rng.randrange(100, 1001, 100)}m", "memory": f"{rng.randrange(128, 2049, 128)}Mi"}
+        else:
+            requests = {"cpu": "100m", "memory": "128Mi"}
+        apps.append(
+            {
+                "name": f"app-{index:03d}",
+                "image": "pts/c-ray" if index % 2 == 0 else "pts/mbw",
+                "type": "cpu" if index % 2 == 0 else "memory",
+                "resources": {"requests": requests},
+            }
+        )
+    return apps
 
 
 def cluster_name(workers: int) -> str:
@@ -186,23 +200,30 @@ def run_site() -> list[dict[str, Any]]:
     return rows
 
 
-def run_compare() -> dict[str, Any]:
+def delete_namespace(core: Any, namespace: str) -> None:
+    """Delete `namespace` and wait until it is gone (its pods with it)."""
+    try:
+        core.delete_namespace(namespace)
+    except client.ApiException as error:
+        if error.status != 404:
+            raise
+    while any(ns.metadata.name == namespace for ns in core.list_namespace().items):
+        time.sleep(1)
+
+
+def run_compare(mix: str) -> dict[str, Any]:
     count, workers = SIZES[-1]
-    apps = make_apps(count)
-    print(f"compare, {count} apps on {workers} workers", file=sys.stderr)
+    apps = make_apps(count, mix)
+    print(f"compare ({mix}), {count} apps on {workers} workers", file=sys.stderr)
     playbook("site.yml", site_vars(apps, workers))  # ensures the cluster and our placement
     api = api_client(workers)
     core: Any = client.CoreV1Api(api)
     apps_api: Any = client.AppsV1Api(api)
     ours = running_pods(core, APPS_NAMESPACE, count)
 
-    try:
-        core.delete_namespace(NATIVE_NAMESPACE)
-        while any(ns.metadata.name == NATIVE_NAMESPACE for ns in core.list_namespace().items):
-            time.sleep(1)
-    except client.ApiException as error:
-        if error.status != 404:
-            raise
+    # kube-scheduler gets the nodes empty, as site.yml had them: our pods go first.
+    delete_namespace(core, NATIVE_NAMESPACE)
+    delete_namespace(core, APPS_NAMESPACE)
     core.create_namespace({"metadata": {"name": NATIVE_NAMESPACE}})
     started = time.perf_counter()
     for app in apps:
@@ -218,6 +239,7 @@ def run_compare() -> dict[str, Any]:
     for pod in ours:
         per_node_ours[pod.spec.node_name][pod.metadata.labels[TYPE_LABEL]] += 1
     return {
+        "mix": mix,
         "apps": count,
         "workers": workers,
         "lower_bound": interference_lower_bound(profiles, workers),
@@ -233,6 +255,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("parts", nargs="*", metavar="site|compare", help="parts to run (default: both)")
     parser.add_argument("--keep", action="store_true", help="keep the kwok clusters")
+    parser.add_argument(
+        "--mix", action="append", choices=["uniform", "varied"], help="request mix(es) of compare (default: both)"
+    )
     args = parser.parse_args()
     parts = args.parts or ["site", "compare"]
     if set(parts) - {"site", "compare"}:
@@ -241,7 +266,7 @@ def main() -> None:
     if "site" in parts:
         results["site"] = run_site()
     if "compare" in parts:
-        results["compare"] = run_compare()
+        results["compare"] = [run_compare(mix) for mix in args.mix or ["uniform", "varied"]]
     if not args.keep:
         for _, workers in SIZES:
             playbook("playbooks/teardown.yml", site_vars([], workers))
@@ -252,12 +277,11 @@ def main() -> None:
         for row in results["site"]:
             print(f"| {row['apps']} | {row['workers']} | {row['first_s']:.1f} | {row['rerun_s']:.1f} |")
     if "compare" in results:
-        row = results["compare"]
         print()
-        print("| placement | total interference | lower bound |")
-        print("|---|---:|---:|")
-        print(f"| ours (site.yml) | {row['ours']:g} | {row['lower_bound']:g} |")
-        print(f"| kube-scheduler, preferred anti-affinity | {row['kube_scheduler']:g} | {row['lower_bound']:g} |")
+        print("| requests | lower bound | ours (site.yml) | kube-scheduler, preferred anti-affinity |")
+        print("|---|---:|---:|---:|")
+        for row in results["compare"]:
+            print(f"| {row['mix']} | {row['lower_bound']:g} | {row['ours']:g} | {row['kube_scheduler']:g} |")
     print(json.dumps(results, indent=1), file=sys.stderr)
 
 

@@ -127,9 +127,11 @@ class KwokCluster:
     def delete(self) -> None:
         for process in self.processes:
             stop(process)
+        # kwokctl refuses an empty --kubeconfig here; a file that does not exist leaves every kubeconfig alone.
         subprocess.run(
-            [str(TOOLS / "kwokctl"), "delete", "cluster", "--name", self.name, "--kubeconfig", ""],
-            check=False, env=self.env, capture_output=True,
+            [str(TOOLS / "kwokctl"), "delete", "cluster", "--name", self.name,
+             "--kubeconfig", str(self.workdir / "no-user-kubeconfig.yaml")],
+            check=True, env=self.env, capture_output=True,
         )
 
     def api(self) -> Any:

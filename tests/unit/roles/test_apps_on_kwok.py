@@ -7,13 +7,16 @@ scheduler binds. The nodes mirror kind (a control plane and workers named
 <cluster>-worker, -worker2, ...), with a -worker10 to check natural ordering.
 Everything is read back through the API.
 
-The tests run in order on one cluster: labels, first deploy, idempotence and
-check mode, adding an app, bad input, removing an app.
+The tests run in order on one cluster: check mode on the fresh cluster, the
+first run (labels and Deployments), idempotence and check mode, adding an app,
+bad input, removing an app, apps_prune off.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,7 +27,7 @@ import yaml
 
 from tests.integration import kwok_extender_harness as kwok
 
-from .playbook_json import REPO, PlaybookRun, run_playbook
+from .playbook_json import REPO, VENV_BIN, PlaybookRun, run_playbook
 
 pytestmark = [
     pytest.mark.cluster,
@@ -65,8 +68,9 @@ class Cluster:
         self.kwok = cluster
         self.tmp = tmp
         api_client = config.new_client_from_config(config_file=str(cluster.kubeconfig))
-        self.core = client.CoreV1Api(api_client)
-        self.apps = client.AppsV1Api(api_client)
+        # Any: the typed client would need a None check on every metadata access.
+        self.core: Any = client.CoreV1Api(api_client)
+        self.apps: Any = client.AppsV1Api(api_client)
 
     def run(self, apps: list[dict[str, Any]], *, check: bool = False, **extra: Any) -> PlaybookRun:
         plays = [
@@ -90,7 +94,8 @@ class Cluster:
         return run_playbook(self.tmp, plays, variables, check=check)
 
     def deployments(self) -> dict[str, Any]:
-        return {d.metadata.name: d for d in self.apps.list_namespaced_deployment(NAMESPACE, label_selector=MANAGED).items}
+        found = self.apps.list_namespaced_deployment(NAMESPACE, label_selector=MANAGED).items
+        return {d.metadata.name: d for d in found}
 
     def pods(self) -> dict[str, list[Any]]:
         """Live (not terminating) pods per app."""
@@ -122,17 +127,38 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             state.core.create_node(body)
         yield state
     finally:
-        kwok_cluster.delete()
+        delete(kwok_cluster)
+
+
+def delete(cluster: kwok.KwokCluster) -> None:
+    """Stop and remove the cluster. (`kwokctl delete cluster --kubeconfig ""` fails with
+    "empty path" and leaves the processes running, so point it at a throwaway file.)"""
+    subprocess.run(
+        [str(kwok.TOOLS / "kwokctl"), "delete", "cluster", "--name", cluster.name,
+         "--kubeconfig", str(cluster.workdir / "discarded-kubeconfig.yaml")],
+        check=True, env=cluster.env, capture_output=True,
+    )
 
 
 def failed_output(run: PlaybookRun) -> str:
     return json.dumps(run.report)[-4000:] + run.stderr
 
 
+def test_check_mode_on_a_fresh_cluster_changes_nothing(cluster: Cluster) -> None:
+    run = cluster.run([*SEED_APPS, WEB], check=True)
+    assert run.returncode == 0, failed_output(run)
+    assert run.stats["changed"] == 1  # the labels it would set
+    labels = [n.metadata.labels for n in cluster.core.list_node().items]
+    assert all("group" not in node_labels for node_labels in labels)
+    namespaces = [ns.metadata.name for ns in cluster.core.list_namespace().items]
+    assert NAMESPACE not in namespaces
+    assert any("the apps are placed once the node_labels role has really run" in m for m in run.messages())
+
+
 def test_first_run_labels_workers_in_natural_order_and_deploys_the_plan(cluster: Cluster) -> None:
     run = cluster.run([*SEED_APPS, WEB])
     assert run.returncode == 0, failed_output(run)
-    labels = {n.metadata.name: n.metadata.labels for n in cluster.core.list_node().items}
+    labels: dict[str, dict[str, str]] = {n.metadata.name: n.metadata.labels for n in cluster.core.list_node().items}
     assert [labels[name].get("group") for name in WORKERS] == ["node1", "node2", "node3"]
     assert "group" not in labels[CONTROL_PLANE]
 
@@ -227,3 +253,26 @@ def test_apps_prune_off_keeps_unlisted_apps_and_places_around_them(cluster: Clus
     assert run.returncode == 0, failed_output(run)
     cluster.wait_pods_settled()
     assert sorted(cluster.deployments()) == sorted([app["name"] for app in SEED_APPS] + ["web"])
+
+
+def test_add_app_playbook_adds_one_app_and_keeps_everything_else(cluster: Cluster) -> None:
+    """playbooks/add_app.yml as a user runs it (provider `existing`, pointed at this cluster)."""
+    # The cluster runs the seed apps and web; web is not in group_vars but must survive.
+    before = cluster.pod_uids()
+    assert "web" in before
+    args = [
+        str(VENV_BIN / "ansible-playbook"), "playbooks/add_app.yml",
+        "-e", json.dumps({
+            "cluster_provider": "existing",
+            "cluster_kubeconfig": str(cluster.kwok.kubeconfig),
+            "cluster_context": f"kwok-{cluster.kwok.name}",
+            "app": {"name": "x264", "image": "pts/x264", "type": "cpu"},
+        }),
+    ]
+    env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
+    proc = subprocess.run(args, cwd=REPO, env=env, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr
+    after = cluster.pod_uids()
+    assert {app: uids for app, uids in after.items() if app != "x264"} == before
+    assert len(after["x264"]) == 1
+    assert "x264" in proc.stdout  # the placement table

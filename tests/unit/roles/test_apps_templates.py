@@ -17,7 +17,6 @@ from typing import Any
 
 import kubernetes_validate
 import pytest
-import yaml
 
 from .playbook_json import PlaybookRun, run_playbook
 
@@ -289,7 +288,7 @@ def test_app_annotation_gives_back_the_app_item(rendered: dict[str, Any]) -> Non
         assert stored == app
 
 
-BAD_INPUT = [
+BAD_INPUT: list[tuple[dict[str, Any], str]] = [
     ({"name": "bad", "image": "x", "type": "gpu"}, "apps[1] (bad): field 'type': unknown type 'gpu'"),
     ({"name": "no-image", "type": "cpu"}, "apps[1] (no-image): field 'image': missing"),
     ({"name": "Bad_Name", "image": "x", "type": "cpu"}, "apps[1] (Bad_Name): field 'name'"),
@@ -337,3 +336,34 @@ def test_apps_that_is_not_a_list_fails_at_role_entry(tmp_path: Path) -> None:
     assert "argument 'apps'" in output
     assert "Traceback" not in output
     assert not run.results("Read the labelled worker nodes"), "the role must stop before talking to a cluster"
+
+
+def test_running_replicas_stay_unless_rebalance(tmp_path: Path) -> None:
+    """apps_previous (read back from the planned-nodes annotations) reaches the engine, and apps_rebalance drops it."""
+    out = tmp_path / "rendered.json"
+    plays = render_plays(out)
+    plays[0]["vars"]["apps_previous"] = {"c-ray": ["cluster-kind-worker3"], "mbw": ["cluster-kind-worker3"]}
+    seed = APPS[:4]
+    kept = run_playbook(tmp_path, plays, {"apps": seed})
+    assert kept.returncode == 0, json.dumps(kept.report)[-3000:]
+    placed = {app["name"]: app["nodes"] for app in json.loads(out.read_text())["placed"]}
+    assert placed["c-ray"] == placed["mbw"] == ["cluster-kind-worker3"]
+
+    afresh = run_playbook(tmp_path, plays, {"apps": seed, "apps_rebalance": True})
+    assert afresh.returncode == 0, json.dumps(afresh.report)[-3000:]
+    placed = {app["name"]: app["nodes"] for app in json.loads(out.read_text())["placed"]}
+    assert placed["c-ray"] == ["cluster-kind-worker"]
+
+
+def test_strict_fails_when_interference_is_unavoidable(tmp_path: Path) -> None:
+    crowded = [{"name": name, "image": "x", "type": "cpu"} for name in ("a", "b", "c", "d")]
+    run, out = render(tmp_path, crowded)
+    assert run.returncode == 0, json.dumps(run.report)[-3000:]
+    assert "zero interference is impossible" in json.dumps(run.report) + run.stderr
+    out.unlink()
+    strict = run_playbook(tmp_path, render_plays(out), {"apps": crowded, "apps_strict": True})
+    output = json.dumps(strict.report) + strict.stderr
+    assert strict.returncode != 0
+    assert "strict placement: zero interference is impossible" in output
+    assert "Traceback" not in output
+    assert not out.exists()

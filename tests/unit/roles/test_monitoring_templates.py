@@ -244,6 +244,7 @@ def test_kwok_skips_with_one_debug_line_and_touches_nothing(tmp_path: Path) -> N
     assert run.stats["changed"] == 0
     (message,) = run.messages()
     assert message.startswith("monitoring: skipped on kwok")
+    assert "\n" not in message  # one line
     assert not secret_file.exists()
 
 

@@ -143,6 +143,7 @@ def test_outside_kind_the_role_is_one_debug_line(tmp_path: Path, provider: str) 
     assert run.stats["changed"] == 0
     (message,) = run.messages()
     assert message.startswith(f"pts_images: skipped on {provider}")
+    assert "\n" not in message  # one line
 
 
 def test_dockerfile_preinstalls_the_test_in_batch_mode() -> None:
