@@ -17,6 +17,7 @@ import argparse
 import http.client
 import json
 import multiprocessing
+import signal
 import statistics
 import sys
 import tempfile
@@ -37,7 +38,7 @@ from ansible_collections.interference.orchestrator.plugins.module_utils.schedule
 
 from interference_extender.cluster_view import ClusterView  # noqa: E402
 from interference_extender.sample_objects import extender_args, make_node, make_pod, serialise  # noqa: E402
-from interference_extender.service import ExtenderService, tune_garbage_collector  # noqa: E402
+from interference_extender.service import ExtenderService, tune_interpreter  # noqa: E402
 
 SIZES = (10, 100, 1000)
 PODS_PER_NODE = 10
@@ -71,7 +72,7 @@ def service_for(node_count: int) -> tuple[ExtenderService, list[Any]]:
     view.replace_nodes(serialise(nodes))
     view.replace_pods(serialise(pods))
     service = ExtenderService(view, ExtenderPolicy())
-    tune_garbage_collector()  # as the service does once started
+    tune_interpreter()  # as the service does once started
     return service, nodes
 
 
@@ -218,9 +219,26 @@ def _throughput(port: int, body: bytes, clients: int = 4, seconds: float = 5.0) 
 # -- kwok
 
 
-def bench_kwok(node_count: int, pod_count: int) -> list[dict[str, Any]]:
-    from kubernetes import watch
+def _bound_times(api: Any, prefix: str, count: int, timeout: float) -> dict[str, float]:
+    """When each pod named prefix-* was first seen bound (monotonic seconds), polling every 50 ms.
 
+    Polling, not a watch: the same light load on the API server in both runs,
+    and 50 ms granularity is small against runs of several seconds.
+    """
+    seen: dict[str, float] = {}
+    deadline = time.monotonic() + timeout
+    while len(seen) < count and time.monotonic() < deadline:
+        response = api.list_namespaced_pod("default", _preload_content=False)
+        now = time.monotonic()
+        for pod in json.loads(response.data)["items"]:
+            name = pod["metadata"]["name"]
+            if name.startswith(prefix + "-") and pod["spec"].get("nodeName") and name not in seen:
+                seen[name] = now
+        time.sleep(0.05)
+    return seen
+
+
+def bench_kwok(node_count: int, pod_count: int, rounds: int) -> list[dict[str, Any]]:
     from tests.integration import kwok_extender_harness as kwok
 
     workdir = Path(tempfile.mkdtemp(prefix="extender-bench-"))
@@ -235,39 +253,31 @@ def bench_kwok(node_count: int, pod_count: int) -> list[dict[str, Any]]:
         api = cluster.api()
         kwok.create_nodes(api, [make_node(f"n{i:03d}", zone=ZONES[i % len(ZONES)]) for i in range(node_count)])
         extender = kwok.start_extender(cluster.kubeconfig, listen, policy, workdir / "extender.log")
-        for label, url in (("without extender", None), ("with extender", f"http://{listen}")):
-            profile = "bench-with" if url else "bench-without"
+        # Alternate the two schedulers, round after round: this machine's load drifts,
+        # and a drift must not land on one side only. Medians per side are compared.
+        order = [("without extender", None), ("with extender", f"http://{listen}")] * rounds
+        for round_index, (label, url) in enumerate(order):
+            profile = f"bench-{round_index}-with" if url else f"bench-{round_index}-without"
             config = kwok.write_scheduler_config(workdir / f"{profile}.json", cluster.kubeconfig, profile, url)
             for i in range(pod_count):
                 kwok.create_pod(api, make_pod(f"{profile}-{i}", pod_type=("cpu", "memory")[i % 2],
                                               app=f"app-{i % 20}", scheduler_name=profile))
-            bound: dict[str, float] = {}
-            done = threading.Event()
-
-            def record(profile: str = profile, bound: dict[str, float] = bound, done: threading.Event = done) -> None:
-                # Plain dicts (deserialize=False): the client's models cost more than the scheduler's work.
-                stream = watch.Watch().stream(
-                    api.list_namespaced_pod, "default", timeout_seconds=600, deserialize=False
-                )
-                for event in stream:
-                    pod = event.get("object") or {}
-                    name = (pod.get("metadata") or {}).get("name", "")
-                    if name.startswith(profile) and (pod.get("spec") or {}).get("nodeName") and name not in bound:
-                        bound[name] = time.monotonic()
-                        if len(bound) == pod_count:
-                            done.set()
-                            return
-
-            watcher = threading.Thread(target=record, daemon=True)
-            watcher.start()
-            time.sleep(1)
             scheduler = cluster.start_scheduler(config, workdir / f"{profile}.log")
-            done.wait(600)
+            bound = _bound_times(api, profile, pod_count, timeout=600)
             kwok.stop(scheduler)
             times = sorted(bound.values())
             rate = (len(times) - 1) / (times[-1] - times[0]) if len(times) > 1 else 0.0
-            row: dict[str, Any] = {"part": "kwok", "scheduler": label, "nodes": node_count, "pods": pod_count,
+            row: dict[str, Any] = {"part": "kwok", "round": round_index // 2, "scheduler": label,
+                                   "nodes": node_count, "pods": pod_count,
                    "bound": len(times), "pods_per_s": round(rate, 1)}
+            if url:
+                # Time spent inside the extender per call (its own histogram), against the time per pod.
+                for verb in ("filter", "prioritize"):
+                    series = "interference_extender_request_duration_seconds"
+                    total = kwok.metric(listen, f'{series}_sum{{verb="{verb}"}}')
+                    calls = kwok.metric(listen, f'{series}_count{{verb="{verb}"}}')
+                    if total is not None and calls:
+                        row[f"extender_{verb}_mean_ms"] = round(1000 * total / calls, 3)
             print(json.dumps(row), flush=True)
             rows.append(row)
             api.delete_collection_namespaced_pod("default", grace_period_seconds=0)
@@ -276,9 +286,11 @@ def bench_kwok(node_count: int, pod_count: int) -> list[dict[str, Any]]:
         if extender is not None:
             kwok.stop(extender)
         cluster.delete()
-    with_rate = next(r["pods_per_s"] for r in rows if r["scheduler"] == "with extender")
-    without_rate = next(r["pods_per_s"] for r in rows if r["scheduler"] == "without extender")
-    ratio = {"part": "kwok", "throughput_ratio": round(with_rate / without_rate, 2) if without_rate else None}
+    with_rate = statistics.median(r["pods_per_s"] for r in rows if r["scheduler"] == "with extender")
+    without_rate = statistics.median(r["pods_per_s"] for r in rows if r["scheduler"] == "without extender")
+    ratio = {"part": "kwok", "rounds": rounds, "median_pods_per_s_without": without_rate,
+             "median_pods_per_s_with": with_rate,
+             "throughput_ratio": round(with_rate / without_rate, 2) if without_rate else None}
     print(json.dumps(ratio), flush=True)
     return [*rows, ratio]
 
@@ -289,14 +301,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("parts", nargs="*", default=parts, choices=parts)
     parser.add_argument("--stacks", default="stdlib,aiohttp", help="HTTP server stacks to compare")
     parser.add_argument("--kwok-nodes", type=int, default=100)
-    parser.add_argument("--kwok-pods", type=int, default=500)
+    parser.add_argument("--kwok-pods", type=int, default=300)
+    parser.add_argument("--kwok-rounds", type=int, default=3, help="runs of each scheduler, alternated")
     args = parser.parse_args(argv)
+    # A SIGTERM (timeout, Ctrl-C of a wrapper) still runs the clean-ups: no cluster left behind.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     if "decisions" in args.parts:
         bench_decisions()
     if "http" in args.parts:
         bench_http(args.stacks.split(","))
     if "kwok" in args.parts:
-        bench_kwok(args.kwok_nodes, args.kwok_pods)
+        bench_kwok(args.kwok_nodes, args.kwok_pods, args.kwok_rounds)
     return 0
 
 

@@ -215,14 +215,17 @@ def run_compare(mix: str) -> dict[str, Any]:
     count, workers = SIZES[-1]
     apps = make_apps(count, mix)
     print(f"compare ({mix}), {count} apps on {workers} workers", file=sys.stderr)
-    playbook("site.yml", site_vars(apps, workers))  # ensures the cluster and our placement
+    playbook("site.yml", site_vars([], workers))  # the cluster, labelled
     api = api_client(workers)
     core: Any = client.CoreV1Api(api)
     apps_api: Any = client.AppsV1Api(api)
+    # Both sides start from empty nodes: no earlier mix's pods, no previous plan.
+    delete_namespace(core, NATIVE_NAMESPACE)
+    delete_namespace(core, APPS_NAMESPACE)
+    playbook("site.yml", site_vars(apps, workers))
     ours = running_pods(core, APPS_NAMESPACE, count)
 
-    # kube-scheduler gets the nodes empty, as site.yml had them: our pods go first.
-    delete_namespace(core, NATIVE_NAMESPACE)
+    # kube-scheduler gets the nodes empty too.
     delete_namespace(core, APPS_NAMESPACE)
     core.create_namespace({"metadata": {"name": NATIVE_NAMESPACE}})
     started = time.perf_counter()

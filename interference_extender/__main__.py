@@ -26,7 +26,7 @@ from ansible_collections.interference.orchestrator.plugins.module_utils.schedule
 
 from .cluster_view import ClusterView
 from .server import serve
-from .service import ExtenderService, tune_garbage_collector
+from .service import ExtenderService, tune_interpreter
 
 LOG = logging.getLogger("interference_extender")
 DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024  # a full NodeList of 5,000 nodes fits
@@ -123,7 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, shutdown)
     signal.signal(signal.SIGINT, shutdown)
     view.wait_synced(timeout=30.0)  # so the first lists are frozen too (no wait without a cluster)
-    tune_garbage_collector()
+    tune_interpreter()
     if args.pid_file:
         args.pid_file.write_text(f"{os.getpid()}\n", encoding="utf-8")
     LOG.info(

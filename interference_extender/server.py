@@ -35,6 +35,10 @@ class ExtenderHTTPServer(ThreadingHTTPServer):
         self.io_timeout = timeout
         super().__init__(address, ExtenderRequestHandler)
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that goes away mid-request is routine: one log line, not a traceback on stderr."""
+        LOG.info("connection from %s ended abruptly", client_address[0] if client_address else "?")
+
 
 class ExtenderRequestHandler(BaseHTTPRequestHandler):
     """Reads one request, hands it to the service, writes the answer."""
@@ -42,6 +46,7 @@ class ExtenderRequestHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as kube-scheduler's Go client expects
     server: ExtenderHTTPServer
     server_version = "interference-extender"
+    _headers_buffer: list[bytes]  # BaseHTTPRequestHandler's, filled by send_response/send_header
 
     def setup(self) -> None:
         # Socket timeout for every read and write on this connection (seconds).
@@ -56,9 +61,13 @@ class ExtenderRequestHandler(BaseHTTPRequestHandler):
         if close:
             self.send_header("Connection", "close")
             self.close_connection = True
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(response.body)
+        # Headers and body in one write (end_headers() would send the headers on
+        # their own): one segment per answer, so the client never waits on a
+        # delayed ACK between the two.
+        buffered: list[bytes] = self._headers_buffer
+        head = b"".join([*buffered, b"\r\n"])
+        self._headers_buffer = []
+        self.wfile.write(head if self.command == "HEAD" else head + response.body)
 
     def _read_body(self) -> bytes | None:
         """The request body, or None after answering 411/413/400 (and closing)."""

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import gc
 import logging
+import sys
 import time
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from ansible_collections.interference.orchestrator.plugins.module_utils.scheduler_extender import (
     ExtenderInputError,
     ExtenderPolicy,
@@ -21,7 +23,6 @@ from ansible_collections.interference.orchestrator.plugins.module_utils.schedule
     parse_extender_args,
     prioritize_nodes,
 )
-import orjson
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from .cluster_view import ClusterView
@@ -32,6 +33,7 @@ TEXT = "text/plain; charset=utf-8"
 # Buckets (seconds) around the 20 ms target of a decision at 1,000 nodes.
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0)
 VERBS = ("filter", "prioritize")
+SWITCH_INTERVAL_SECONDS = 0.00025
 
 
 @dataclass(frozen=True)
@@ -47,17 +49,24 @@ def _json(status: int, payload: Any) -> Response:
     return Response(status, JSON, orjson.dumps(payload))
 
 
-def tune_garbage_collector() -> None:
-    """Make the cyclic GC cheap for this workload (call once the service is set up).
+def tune_interpreter() -> None:
+    """Tune CPython for answering fast next to the watch threads (call once the service is set up).
 
-    A request decodes into up to a few hundred thousand short-lived objects
-    (a full NodeList of 1,000 nodes), all freed by reference counting; with the
-    default threshold (700) the collector runs hundreds of times per request
-    and walks the whole live view each time it reaches the old generation,
-    which cost more than the decoding itself in benchmarks/extender.py.
-    Freezing moves what exists at start (modules, the first lists) out of its
-    reach; the higher first threshold makes collections rare.
+    Thread switches: a request thread woken by its socket waits for the GIL
+    until the running thread (a watch thread parsing events) drops it, which
+    CPython forces only every switch interval (5 ms by default). In the kwok
+    benchmark that wait, not the decision (0.15 ms), was most of the time
+    kube-scheduler spent per call; 0.25 ms bounds it.
+
+    Garbage collection: a request decodes into up to a few hundred thousand
+    short-lived objects (a full NodeList of 1,000 nodes), all freed by
+    reference counting; with the default threshold (700) the collector ran
+    hundreds of times per request, walking the live view each time it reached
+    the old generation, which cost more than the decoding itself. Freezing
+    moves what exists at start (modules, the first lists) out of its reach; the
+    higher first threshold makes collections rare.
     """
+    sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
     gc.freeze()
     gc.set_threshold(100_000, 50, 100)
 

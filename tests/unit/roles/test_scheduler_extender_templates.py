@@ -1,0 +1,157 @@
+"""scheduler_extender: the rendered KubeSchedulerConfiguration, policy and in-cluster manifests.
+
+Rendered by the role's own entry points through ansible-playbook (as site.yml
+runs them); the manifests are checked against the Kubernetes 1.34 schemas
+(kubernetes-validate) and for what the issue asks: read-only RBAC, the
+kubescheduler.config.k8s.io/v1 extender entry, the upstream scheduler image at
+the cluster's version. The kind path needs a Docker engine, absent here; the
+kwok path runs for real in tests/integration/test_extender_kwok.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from ansible_collections.interference.orchestrator.plugins.module_utils.scheduler_extender import policy_from_mapping
+
+from .playbook_json import PlaybookRun, run_playbook
+
+KUBERNETES_VERSION = "1.34"
+
+
+def include(tmp_path: Path, entry: str, variables: dict[str, Any], *, check: bool = False) -> PlaybookRun:
+    plays = [
+        {
+            "hosts": "localhost",
+            "gather_facts": False,
+            "tasks": [
+                {
+                    "name": "Run the entry point",
+                    "ansible.builtin.include_role": {
+                        "name": "interference.orchestrator.scheduler_extender",
+                        "tasks_from": entry,
+                    },
+                    "vars": variables,
+                },
+                {"name": "Show the manifests", "ansible.builtin.debug": {"var": "scheduler_extender_manifests"}},
+            ],
+        }
+    ]
+    run = run_playbook(tmp_path, plays, check=check)
+    assert run.returncode == 0, run.stderr + str(run.report)
+    return run
+
+
+def render_config(tmp_path: Path, **extra: Any) -> tuple[PlaybookRun, Path]:
+    out = tmp_path / "out"
+    run = include(tmp_path, "scheduler_config", {"scheduler_extender_local_dir": str(out), **extra})
+    return run, out
+
+
+def test_kwok_scheduler_configuration(tmp_path: Path) -> None:
+    _, out = render_config(tmp_path, scheduler_extender_local_listen="127.0.0.1:9999")
+    config = yaml.safe_load((out / "kube-scheduler-config.yaml").read_text())
+    assert config["apiVersion"] == "kubescheduler.config.k8s.io/v1"
+    assert config["kind"] == "KubeSchedulerConfiguration"
+    assert [p["schedulerName"] for p in config["profiles"]] == ["default-scheduler", "interference-scheduler"]
+    assert config["leaderElection"] == {"leaderElect": False}
+    assert config["extenders"] == [
+        {
+            "urlPrefix": "http://127.0.0.1:9999",
+            "filterVerb": "filter",
+            "prioritizeVerb": "prioritize",
+            "weight": 5,
+            "enableHTTPS": False,
+            "nodeCacheCapable": True,
+            "httpTimeout": "5s",
+            "ignorable": True,
+        }
+    ]
+
+
+def test_policy_file_is_valid_for_the_service(tmp_path: Path) -> None:
+    _, out = render_config(
+        tmp_path,
+        scheduler_extender_weights={"interference": 5, "gpu_memory": 0, "spot": 2, "zone_spread": 1},
+        scheduler_extender_forbidden_pairs=[["memory", "memory"], ["cpu", "memory"]],
+    )
+    policy = policy_from_mapping(yaml.safe_load((out / "policy.yml").read_text()))
+    assert policy.weights.interference == 5
+    assert policy.weights.gpu_memory == 0
+    assert policy.forbidden_pairs == {frozenset({"memory"}), frozenset({"cpu", "memory"})}
+    assert policy.scheduler_names == {"interference-scheduler"}
+
+
+def test_managed_resources_when_asked(tmp_path: Path) -> None:
+    _, out = render_config(tmp_path, scheduler_extender_managed_resources=["nvidia.com/gpu"])
+    (extender,) = yaml.safe_load((out / "kube-scheduler-config.yaml").read_text())["extenders"]
+    assert extender["managedResources"] == [{"name": "nvidia.com/gpu", "ignoredByScheduler": False}]
+
+
+def test_second_run_changes_nothing_and_check_mode_writes_nothing(tmp_path: Path) -> None:
+    first, out = render_config(tmp_path)
+    assert first.stats["changed"] >= 2
+    second, _ = render_config(tmp_path)
+    assert second.stats["changed"] == 0
+    fresh = tmp_path / "fresh"
+    include(tmp_path, "scheduler_config", {"scheduler_extender_local_dir": str(fresh)}, check=True)
+    assert not fresh.exists()
+
+
+@pytest.fixture(scope="module")
+def manifests(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    run = include(tmp_path_factory.mktemp("manifests"), "manifests", {"scheduler_extender_cluster_version": "v1.34.4"})
+    (shown,) = run.results("Show the manifests")
+    objects: list[dict[str, Any]] = shown["scheduler_extender_manifests"]
+    return objects
+
+
+def by_kind(manifests: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
+    (found,) = [m for m in manifests if m["kind"] == kind and m["metadata"]["name"] == name]
+    return found
+
+
+def test_manifests_are_valid_kubernetes_objects(manifests: list[dict[str, Any]]) -> None:
+    assert len(manifests) == 14
+    for manifest in manifests:
+        kubernetes_validate.validate(manifest, KUBERNETES_VERSION, strict=True)
+
+
+def test_extender_rbac_only_reads_pods_and_nodes(manifests: list[dict[str, Any]]) -> None:
+    role = by_kind(manifests, "ClusterRole", "interference-extender")
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["pods", "nodes"], "verbs": ["get", "list", "watch"]}]
+    binding = by_kind(manifests, "ClusterRoleBinding", "interference-extender")
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "interference-extender", "namespace": "kube-system"}]
+
+
+def test_extender_deployment_and_service(manifests: list[dict[str, Any]]) -> None:
+    deployment = by_kind(manifests, "Deployment", "interference-extender")
+    assert deployment["metadata"]["namespace"] == "kube-system"
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["image"] == "interference-extender:0.1.0"
+    assert "--in-cluster" in container["args"]
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert pod["serviceAccountName"] == "interference-extender"
+    service = by_kind(manifests, "Service", "interference-extender")
+    assert service["spec"]["ports"][0]["port"] == 8888
+
+
+def test_second_scheduler_runs_upstream_image_with_the_extender(manifests: list[dict[str, Any]]) -> None:
+    deployment = by_kind(manifests, "Deployment", "interference-scheduler")
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == "registry.k8s.io/kube-scheduler:v1.34.4"
+    config = yaml.safe_load(by_kind(manifests, "ConfigMap", "interference-scheduler-config")["data"]["config.yaml"])
+    assert config["apiVersion"] == "kubescheduler.config.k8s.io/v1"
+    assert [p["schedulerName"] for p in config["profiles"]] == ["interference-scheduler"]
+    assert config["leaderElection"]["resourceName"] == "interference-scheduler"
+    (extender,) = config["extenders"]
+    assert extender["urlPrefix"] == "http://interference-extender.kube-system.svc:8888"
+    assert {"filterVerb", "prioritizeVerb", "weight", "nodeCacheCapable", "httpTimeout", "ignorable"} <= set(extender)
+    lease_role = by_kind(manifests, "Role", "interference-scheduler-leader-election")
+    assert lease_role["rules"][1]["resourceNames"] == ["interference-scheduler"]
