@@ -56,6 +56,7 @@ def render_scheduler_config(
     directory: Path, listen: str, extra_vars: dict[str, Any] | None = None
 ) -> tuple[Path, Path]:
     """Run the role's scheduler_config entry point; returns (KubeSchedulerConfiguration, policy) paths."""
+    directory.mkdir(parents=True, exist_ok=True)
     playbook = directory / "render-scheduler-config.yml"
     variables = {"scheduler_extender_local_dir": str(directory), "scheduler_extender_local_listen": listen}
     variables.update(extra_vars or {})

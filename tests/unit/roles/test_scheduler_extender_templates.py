@@ -16,7 +16,6 @@ from typing import Any
 import kubernetes_validate
 import pytest
 import yaml
-
 from ansible_collections.interference.orchestrator.plugins.module_utils.scheduler_extender import policy_from_mapping
 
 from .playbook_json import PlaybookRun, run_playbook
@@ -94,7 +93,7 @@ def test_managed_resources_when_asked(tmp_path: Path) -> None:
 
 
 def test_second_run_changes_nothing_and_check_mode_writes_nothing(tmp_path: Path) -> None:
-    first, out = render_config(tmp_path)
+    first, _ = render_config(tmp_path)
     assert first.stats["changed"] >= 2
     second, _ = render_config(tmp_path)
     assert second.stats["changed"] == 0
@@ -126,7 +125,9 @@ def test_extender_rbac_only_reads_pods_and_nodes(manifests: list[dict[str, Any]]
     role = by_kind(manifests, "ClusterRole", "interference-extender")
     assert role["rules"] == [{"apiGroups": [""], "resources": ["pods", "nodes"], "verbs": ["get", "list", "watch"]}]
     binding = by_kind(manifests, "ClusterRoleBinding", "interference-extender")
-    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "interference-extender", "namespace": "kube-system"}]
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "interference-extender", "namespace": "kube-system"}
+    ]
 
 
 def test_extender_deployment_and_service(manifests: list[dict[str, Any]]) -> None:
