@@ -31,7 +31,7 @@ teardown: setup  ## Delete the cluster site.yml created
 
 lint: setup  ## ruff, mypy, ansible-lint (production profile), syntax-check
 	$(BIN)/ruff check .
-	$(BIN)/mypy plugins tests benchmarks
+	$(BIN)/mypy plugins tests benchmarks interference_extender
 	$(BIN)/ansible-playbook --syntax-check site.yml
 	$(BIN)/ansible-lint --profile production
 

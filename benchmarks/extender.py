@@ -238,12 +238,12 @@ def _bound_times(api: Any, prefix: str, count: int, timeout: float) -> dict[str,
     return seen
 
 
-def bench_kwok(node_count: int, pod_count: int, rounds: int) -> list[dict[str, Any]]:
+def bench_kwok(node_count: int, pod_count: int, rounds: int, with_filter: bool) -> list[dict[str, Any]]:
     from tests.integration import kwok_extender_harness as kwok
 
     workdir = Path(tempfile.mkdtemp(prefix="extender-bench-"))
     listen = f"127.0.0.1:{kwok.free_port()}"
-    kwok.render_scheduler_config(workdir, listen)
+    kwok.render_scheduler_config(workdir, listen, {"scheduler_extender_filter": with_filter})
     _, policy = workdir / "kube-scheduler-config.yaml", workdir / "policy.yml"
     cluster = kwok.KwokCluster(name=f"ext-bench-{kwok.free_port()}", workdir=workdir)
     cluster.create()
@@ -288,7 +288,7 @@ def bench_kwok(node_count: int, pod_count: int, rounds: int) -> list[dict[str, A
         cluster.delete()
     with_rate = statistics.median(r["pods_per_s"] for r in rows if r["scheduler"] == "with extender")
     without_rate = statistics.median(r["pods_per_s"] for r in rows if r["scheduler"] == "without extender")
-    ratio = {"part": "kwok", "rounds": rounds, "median_pods_per_s_without": without_rate,
+    ratio = {"part": "kwok", "rounds": rounds, "filter": with_filter, "median_pods_per_s_without": without_rate,
              "median_pods_per_s_with": with_rate,
              "throughput_ratio": round(with_rate / without_rate, 2) if without_rate else None}
     print(json.dumps(ratio), flush=True)
@@ -303,6 +303,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--kwok-nodes", type=int, default=100)
     parser.add_argument("--kwok-pods", type=int, default=300)
     parser.add_argument("--kwok-rounds", type=int, default=3, help="runs of each scheduler, alternated")
+    parser.add_argument("--no-filter", action="store_true", help="kwok: prioritize only (role: filter false)")
     args = parser.parse_args(argv)
     # A SIGTERM (timeout, Ctrl-C of a wrapper) still runs the clean-ups: no cluster left behind.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
@@ -311,7 +312,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "http" in args.parts:
         bench_http(args.stacks.split(","))
     if "kwok" in args.parts:
-        bench_kwok(args.kwok_nodes, args.kwok_pods, args.kwok_rounds)
+        bench_kwok(args.kwok_nodes, args.kwok_pods, args.kwok_rounds, with_filter=not args.no_filter)
     return 0
 
 

@@ -86,6 +86,13 @@ def test_policy_file_is_valid_for_the_service(tmp_path: Path) -> None:
     assert policy.scheduler_names == {"interference-scheduler"}
 
 
+def test_prioritize_only_when_the_filter_is_off(tmp_path: Path) -> None:
+    _, out = render_config(tmp_path, scheduler_extender_filter=False)
+    (extender,) = yaml.safe_load((out / "kube-scheduler-config.yaml").read_text())["extenders"]
+    assert "filterVerb" not in extender
+    assert extender["prioritizeVerb"] == "prioritize"
+
+
 def test_managed_resources_when_asked(tmp_path: Path) -> None:
     _, out = render_config(tmp_path, scheduler_extender_managed_resources=["nvidia.com/gpu"])
     (extender,) = yaml.safe_load((out / "kube-scheduler-config.yaml").read_text())["extenders"]
