@@ -11,32 +11,32 @@ class PlacementError(Exception):
     """Base class of every error the placement engine raises on purpose."""
 
 
-class AppInputError(PlacementError):
-    """An app item is invalid; the message names the app, its index and the field."""
+class InputError(PlacementError):
+    """An item of an input list is invalid; the message names the list, the item's index and name, and the field."""
+
+    collection = "input"
 
     def __init__(self, index: int | None, name: object, field: str, problem: str) -> None:
         self.index = index
         self.name = name
         self.field = field
         self.problem = problem
-        where = "apps" if index is None else f"apps[{index}]"
+        where = self.collection if index is None else f"{self.collection}[{index}]"
         if isinstance(name, str) and name:
             where += f" ({name})"
         super().__init__(f"{where}: field '{field}': {problem}")
 
 
-class NodeInputError(PlacementError):
-    """The node list is invalid; the message names the node and the field."""
+class AppInputError(InputError):
+    """An app item is invalid."""
 
-    def __init__(self, index: int | None, name: object, field: str, problem: str) -> None:
-        self.index = index
-        self.name = name
-        self.field = field
-        self.problem = problem
-        where = "nodes" if index is None else f"nodes[{index}]"
-        if isinstance(name, str) and name:
-            where += f" ({name})"
-        super().__init__(f"{where}: field '{field}': {problem}")
+    collection = "apps"
+
+
+class NodeInputError(InputError):
+    """The node list is invalid."""
+
+    collection = "nodes"
 
 
 class UnschedulableError(PlacementError):

@@ -89,3 +89,9 @@ def run_playbook(
     except json.JSONDecodeError as exc:
         raise AssertionError(f"ansible-playbook printed no JSON report:\n{proc.stdout}\n{proc.stderr}") from exc
     return PlaybookRun(proc.returncode, report, proc.stderr)
+
+
+def role_play(role: str, tasks_from: str = "main", *after: dict[str, Any]) -> list[dict[str, Any]]:
+    """A one-play playbook on localhost that runs one task file of one of our roles, then `after`."""
+    include = {"name": f"interference.orchestrator.{role}", "tasks_from": tasks_from}
+    return [{"hosts": "localhost", "gather_facts": False, "tasks": [{"ansible.builtin.include_role": include}, *after]}]

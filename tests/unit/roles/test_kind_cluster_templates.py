@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
+from . import playbook_json
 from .playbook_json import REPO, run_playbook
 
 STUB_KIND = Path(__file__).parent / "stubs" / "kind"
@@ -142,24 +143,14 @@ def test_kind_itself_decodes_the_rendered_config(tmp_path: Path) -> None:
 
 
 def role_play(tasks_from: str = "main") -> list[dict[str, Any]]:
-    return [
+    return playbook_json.role_play(
+        "kind_cluster",
+        tasks_from,
         {
-            "hosts": "localhost",
-            "gather_facts": False,
-            "tasks": [
-                {
-                    "ansible.builtin.include_role": {
-                        "name": "interference.orchestrator.kind_cluster",
-                        "tasks_from": tasks_from,
-                    }
-                },
-                {
-                    "name": "Show kind_cluster_exists",
-                    "ansible.builtin.debug": {"msg": "exists={{ kind_cluster_exists | default('unset') }}"},
-                },
-            ],
-        }
-    ]
+            "name": "Show kind_cluster_exists",
+            "ansible.builtin.debug": {"msg": "exists={{ kind_cluster_exists | default('unset') }}"},
+        },
+    )
 
 
 @pytest.fixture

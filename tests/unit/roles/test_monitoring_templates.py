@@ -19,6 +19,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from . import playbook_json
 from .playbook_json import REPO, run_playbook
 
 ROLE = REPO / "roles" / "monitoring"
@@ -168,20 +169,7 @@ def test_extra_values_and_ports_reach_the_templates(tmp_path: Path) -> None:
 
 
 def role_play(tasks_from: str = "main") -> list[dict[str, Any]]:
-    return [
-        {
-            "hosts": "localhost",
-            "gather_facts": False,
-            "tasks": [
-                {
-                    "ansible.builtin.include_role": {
-                        "name": "interference.orchestrator.monitoring",
-                        "tasks_from": tasks_from,
-                    }
-                },
-            ],
-        }
-    ]
+    return playbook_json.role_play("monitoring", tasks_from)
 
 
 def test_generates_the_password_once_stores_it_0600_and_never_prints_it(tmp_path: Path) -> None:

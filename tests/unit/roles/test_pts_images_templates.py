@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
+from . import playbook_json
 from .playbook_json import REPO, run_playbook
 
 CONTEXT = REPO / "files" / "pts"
@@ -25,21 +26,9 @@ TESTS = ["pts/c-ray", "pts/compress-7zip", "pts/mbw", "pts/stressapptest"]
 def image_refs(tmp_path: Path, **extra: Any) -> dict[str, str]:
     run = run_playbook(
         tmp_path,
-        [
-            {
-                "hosts": "localhost",
-                "gather_facts": False,
-                "tasks": [
-                    {
-                        "ansible.builtin.include_role": {
-                            "name": "interference.orchestrator.pts_images",
-                            "tasks_from": "tags",
-                        }
-                    },
-                    {"ansible.builtin.debug": {"msg": "{{ pts_images_refs | to_json }}"}},
-                ],
-            }
-        ],
+        playbook_json.role_play(
+            "pts_images", "tags", {"ansible.builtin.debug": {"msg": "{{ pts_images_refs | to_json }}"}}
+        ),
         extra,
     )
     assert run.returncode == 0, run.report
@@ -102,24 +91,7 @@ def test_a_context_without_dockerfile_fails_with_the_variable_named(tmp_path: Pa
     empty = tmp_path / "empty"
     empty.mkdir()
     (empty / "README").write_text("no Dockerfile here\n")
-    run = run_playbook(
-        tmp_path,
-        [
-            {
-                "hosts": "localhost",
-                "gather_facts": False,
-                "tasks": [
-                    {
-                        "ansible.builtin.include_role": {
-                            "name": "interference.orchestrator.pts_images",
-                            "tasks_from": "tags",
-                        }
-                    },
-                ],
-            }
-        ],
-        {"pts_images_context_dir": str(empty)},
-    )
+    run = run_playbook(tmp_path, playbook_json.role_play("pts_images", "tags"), {"pts_images_context_dir": str(empty)})
     assert run.returncode != 0
     assert "pts_images_context_dir" in json.dumps(run.report)
 
