@@ -6,7 +6,7 @@
 # hack/tools/<name>/ and built once into .cache/bin (ignored by git); a binary
 # that already reports the pinned version, there or on PATH, is reused.
 #
-# Usage: scripts/build-tools.sh [TOOL ...]   (default: all but kind)
+# Usage: scripts/build-tools.sh [TOOL ...]   (default: all)
 #        scripts/build-tools.sh --for-site   (what site.yml needs here: kind, kubectl
 #        and helm when a Docker engine answers, else the kwok set)
 set -euo pipefail
@@ -96,7 +96,7 @@ if [[ ${tools[0]:-} == --for-site ]]; then
   fi
 fi
 if [[ ${#tools[@]} -eq 0 ]]; then
-  tools=(etcd kwok kwokctl helm kube-apiserver kube-controller-manager kube-scheduler kubectl)
+  tools=(etcd kwok kwokctl helm kind kube-apiserver kube-controller-manager kube-scheduler kubectl)
 fi
 for tool in "${tools[@]}"; do
   build_one "$tool"
