@@ -124,6 +124,14 @@ class KwokCluster:
         if self.scheduler_config is not None:
             argv += ["--kube-scheduler-config", str(self.scheduler_config)]
         subprocess.run(argv, check=True, env=self.env, capture_output=True)
+        # kwokctl's --wait covers the components, not the controller-manager's
+        # first sync: a pod created before the `default` ServiceAccount exists
+        # is refused by the ServiceAccount admission plugin.
+        core = self.api()
+        wait_for(
+            "the default ServiceAccount",
+            lambda: any(sa.metadata.name == "default" for sa in core.list_namespaced_service_account("default").items),
+        )
 
     def delete(self) -> None:
         for process in self.processes:
