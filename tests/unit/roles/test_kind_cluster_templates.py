@@ -28,20 +28,7 @@ def render_config(tmp_path: Path, **extra: Any) -> dict[str, Any]:
     out = tmp_path / "out"
     run = run_playbook(
         tmp_path,
-        [
-            {
-                "hosts": "localhost",
-                "gather_facts": False,
-                "tasks": [
-                    {
-                        "ansible.builtin.include_role": {
-                            "name": "interference.orchestrator.kind_cluster",
-                            "tasks_from": "config",
-                        }
-                    },
-                ],
-            }
-        ],
+        playbook_json.role_play("kind_cluster", "config"),
         {"kind_cluster_config_dir": str(out), **extra},
     )
     assert run.returncode == 0, run.report

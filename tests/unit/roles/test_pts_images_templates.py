@@ -144,20 +144,7 @@ def load_calls(tmp_path: Path, refs: dict[str, str], on_nodes: dict[str, list[st
     (state / "calls.jsonl").unlink(missing_ok=True)
     run = run_playbook(
         tmp_path,
-        [
-            {
-                "hosts": "localhost",
-                "gather_facts": False,
-                "tasks": [
-                    {
-                        "ansible.builtin.include_role": {
-                            "name": "interference.orchestrator.pts_images",
-                            "tasks_from": "load",
-                        }
-                    },
-                ],
-            }
-        ],
+        playbook_json.role_play("pts_images", "load"),
         {"pts_images_kind_bin": str(STUB_KIND), "pts_images_refs": refs, "pts_images_on_nodes": on_nodes},
         env={"STUB_KIND_STATE": str(state)},
     )
