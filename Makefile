@@ -9,7 +9,7 @@ TOOLS_BIN := $(CURDIR)/.cache/bin
 export PATH := $(TOOLS_BIN):$(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: setup tools site test unit lint molecule bench teardown clean
+.PHONY: setup tools site test unit lint molecule docker-engine node-image kind-test bench teardown clean
 
 setup: $(VENV)/.installed  ## Create .venv with the pinned Python dependencies
 
@@ -41,7 +41,18 @@ unit: setup  ## pytest: engine, filters through ansible-playbook, role templates
 molecule: setup tools  ## molecule test on the real control plane (kwok)
 	$(BIN)/molecule test
 
-test: setup tools lint unit molecule  ## Everything CI runs
+docker-engine:  ## Start a Docker engine where none answers (installs docker.io; root)
+	scripts/docker-engine.sh start
+
+node-image: setup  ## Build the offline kind node image (Kubernetes v1.34.4, kind v0.30.0)
+	hack/kind-node-image/build.sh
+
+# The kind tier: real containers. Where no engine can run, it says so and why
+# and is reported as skipped, never as passed.
+kind-test: setup  ## molecule test -s kind: a real kind cluster, real containers (starts Docker if needed)
+	scripts/test-kind.sh
+
+test: setup tools lint unit molecule kind-test  ## Everything CI runs
 
 bench: setup  ## Placement benchmark (figures for the README)
 	$(BIN)/python benchmarks/placement.py

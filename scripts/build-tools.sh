@@ -6,14 +6,29 @@
 # hack/tools/<name>/ and built once into .cache/bin (ignored by git); a binary
 # that already reports the pinned version, there or on PATH, is reused.
 #
-# Usage: scripts/build-tools.sh [TOOL ...]   (default: all)
+# The offline kind node image (hack/kind-node-image/build.sh) needs more, built
+# the same way into .cache/node-image/bin: kubeadm, kubelet and kube-proxy from
+# the same k8s.io/kubernetes module (the control-plane binaries above are
+# reused, built once), containerd, runc (cgo, libseccomp), crictl, the CNI
+# plugins, CoreDNS and etcd 3.6. Those have no common version flag, so
+# each carries a stamp file of what it was built from.
+#
+# Usage: scripts/build-tools.sh [TOOL ...]   (default: the kwok tier's tools)
+#        scripts/build-tools.sh --node-image (the node image's components)
 #        scripts/build-tools.sh --for-site   (what site.yml needs here: kind, kubectl
 #        and helm when a Docker engine answers, else the kwok set)
 set -euo pipefail
 
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bin_dir=${INTERFERENCE_TOOLS_BIN:-$repo_root/.cache/bin}
+node_bin_dir=${INTERFERENCE_NODE_BIN:-$repo_root/.cache/node-image/bin}
 mkdir -p "$bin_dir"
+
+command -v go >/dev/null || {
+  echo "[build-tools] go is not installed: these tools are built from Go modules." >&2
+  echo "[build-tools] Install Go 1.24 or newer (Debian: apt-get install golang-go, then .ci/run shows how a newer toolchain is fetched), or put the binaries on PATH." >&2
+  exit 1
+}
 
 kube_version=$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" {print $3}' "$repo_root/hack/tools/kubernetes/go.mod")
 etcd_version=$(awk '$1 == "require" && $2 == "go.etcd.io/etcd/server/v3" {print $3}' "$repo_root/hack/tools/etcd/go.mod")
@@ -55,6 +70,59 @@ ensure() {
   log "$name $version: built"
 }
 
+# module_version MODULE_DIR MODULE: the version a wrapper module pins.
+module_version() { awk -v m="$2" '$1 == m {print $2} $1 == "require" && $2 == m {print $3}' "$repo_root/hack/tools/$1/go.mod" | head -n1; }
+
+# ensure_stamped NAME MODULE_DIR PACKAGE LDFLAGS [TAGS] [CGO]: like ensure, for
+# binaries without a common version flag: reused while the stamp beside it
+# (go.mod and go.sum of its wrapper module, the flags) is unchanged.
+ensure_stamped() {
+  local name=$1 module_dir=$2 package=$3 ldflags=$4 tags=${5:-} cgo=${6:-0}
+  local target=$node_bin_dir/$name stamp
+  mkdir -p "$node_bin_dir"
+  stamp=$(cat "$repo_root/hack/tools/$module_dir/go.mod" "$repo_root/hack/tools/$module_dir/go.sum" |
+    { cat; echo "$package $ldflags $tags $cgo $(go env GOVERSION)"; } | sha256sum | cut -c1-16)
+  if [[ -x $target && -f $target.stamp && $(cat "$target.stamp") == "$stamp" ]]; then
+    log "$name ($module_dir): cached"
+    return
+  fi
+  log "$name ($module_dir): building"
+  if ! (cd "$repo_root/hack/tools/$module_dir" &&
+    CGO_ENABLED=$cgo go build -trimpath -tags "$tags" -ldflags "-s -w $ldflags" -o "$target" "$package"); then
+    log "FAILED: building $name from hack/tools/$module_dir ($package)"
+    exit 1
+  fi
+  echo "$stamp" >"$target.stamp"
+  log "$name: built"
+}
+
+build_node_components() {
+  local v
+  v=$(module_version containerd github.com/containerd/containerd/v2)
+  for tool in containerd ctr containerd-shim-runc-v2; do
+    ensure_stamped "$tool" containerd "github.com/containerd/containerd/v2/cmd/$tool" \
+      "-X github.com/containerd/containerd/v2/version.Version=$v" "no_aufs no_zfs no_btrfs no_devmapper urfave_cli_no_docs"
+  done
+  v=$(module_version runc github.com/opencontainers/runc)
+  # runc needs cgo for libseccomp (Debian: libseccomp-dev, pkg-config).
+  ensure_stamped runc runc github.com/opencontainers/runc "-X main.version=${v#v}" "seccomp urfave_cli_no_docs" 1
+  v=$(module_version crictl sigs.k8s.io/cri-tools)
+  ensure_stamped crictl crictl sigs.k8s.io/cri-tools/cmd/crictl "-X sigs.k8s.io/cri-tools/pkg/version.Version=$v"
+  v=$(module_version cni-plugins github.com/containernetworking/plugins)
+  for plugin in main/ptp main/bridge main/loopback ipam/host-local meta/portmap; do
+    ensure_stamped "cni-${plugin#*/}" cni-plugins "github.com/containernetworking/plugins/plugins/$plugin" \
+      "-X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$v"
+  done
+  ensure_stamped coredns coredns github.com/coredns/coredns ""
+  v=$(module_version etcd-node go.etcd.io/etcd/server/v3)
+  ensure_stamped etcd etcd-node go.etcd.io/etcd/server/v3 ""
+  # Last: they share most packages with the control-plane binaries, whose
+  # compiled packages are in the Go build cache by then.
+  for tool in kubeadm kubelet kube-proxy; do
+    ensure_stamped "$tool" kubernetes "k8s.io/kubernetes/cmd/$tool" "$(kube_ldflags)"
+  done
+}
+
 kube_ldflags() {
   local major minor flags="" pkg
   major=$(cut -d. -f1 <<<"${kube_version#v}")
@@ -88,6 +156,11 @@ build_one() {
 }
 
 tools=("$@")
+if [[ ${tools[0]:-} == --node-image ]]; then
+  build_node_components
+  log "node image components in $node_bin_dir"
+  exit 0
+fi
 if [[ ${tools[0]:-} == --for-site ]]; then
   if docker info >/dev/null 2>&1; then
     tools=(kind kubectl helm)

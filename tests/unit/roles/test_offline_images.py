@@ -1,0 +1,188 @@
+"""The offline image path, without a cluster: where images come from and what they are called.
+
+Through real ansible-playbook runs: the cluster_provider role resolving
+`image_source` (a closed local port stands for a registry that does not
+answer, a listening one for one that does), the pts_images role tagging the
+Debian workloads, the kind config naming the resolved node image, and the
+monitoring stage skipped offline with one line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from . import playbook_json
+from .playbook_json import REPO, run_playbook
+
+DEBIAN_CONTEXT = REPO / "files" / "workloads"
+WORKLOADS = {"pts/c-ray": "povray", "pts/compress-7zip": "7zip", "pts/mbw": "mbw", "pts/stressapptest": "stressapptest"}
+
+
+@pytest.fixture
+def listening_port() -> Iterator[int]:
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        yield int(server.getsockname()[1])
+
+
+@pytest.fixture
+def closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])  # nobody listens once the socket closes
+
+
+def resolve(tmp_path: Path, **extra: Any) -> tuple[str, str]:
+    """Run cluster_provider's image_source.yml; return (resolved source, reason)."""
+    run = run_playbook(
+        tmp_path,
+        playbook_json.role_play(
+            "cluster_provider",
+            "image_source",
+            {"ansible.builtin.debug": {"msg": "{{ [cluster_image_source_resolved, cluster_image_source_reason] }}"}},
+        ),
+        {"cluster_provider_resolved": "kind", **extra},
+    )
+    assert run.returncode == 0, run.report
+    source, reason = run.messages()[-2:]
+    return source, reason
+
+
+def test_auto_builds_offline_when_the_registry_does_not_answer(tmp_path: Path, closed_port: int) -> None:
+    source, reason = resolve(
+        tmp_path, cluster_provider_registry_probe={"host": "127.0.0.1", "port": closed_port, "timeout": 2}
+    )
+    assert source == "offline"
+    assert reason.startswith(f"auto: no image registry answers (127.0.0.1:{closed_port}")
+    assert "built here" in reason
+
+
+def test_auto_pulls_when_the_registry_answers(tmp_path: Path, listening_port: int) -> None:
+    source, reason = resolve(
+        tmp_path, cluster_provider_registry_probe={"host": "127.0.0.1", "port": listening_port, "timeout": 2}
+    )
+    assert (source, reason) == ("registry", f"auto: the registry answers (127.0.0.1:{listening_port})")
+
+
+@pytest.mark.parametrize("forced", ["registry", "offline"])
+def test_a_set_image_source_wins_over_the_probe(tmp_path: Path, closed_port: int, forced: str) -> None:
+    source, reason = resolve(
+        tmp_path,
+        image_source=forced,
+        cluster_provider_registry_probe={"host": "127.0.0.1", "port": closed_port, "timeout": 2},
+    )
+    assert (source, reason) == (forced, f"image_source is set to {forced}")
+
+
+def test_outside_kind_images_come_from_the_registry_without_a_probe(tmp_path: Path, closed_port: int) -> None:
+    run = run_playbook(
+        tmp_path,
+        playbook_json.role_play(
+            "cluster_provider", "image_source", {"ansible.builtin.debug": {"msg": "{{ cluster_image_source_resolved }}"}}
+        ),
+        {
+            "cluster_provider_resolved": "existing",
+            "cluster_provider_registry_probe": {"host": "127.0.0.1", "port": closed_port, "timeout": 2},
+        },
+    )
+    assert run.returncode == 0, run.report
+    assert run.messages()[-1] == "registry"
+    (probe,) = run.results("Ask whether the image registry answers")
+    assert probe.get("skipped")
+
+
+def debian_refs(tmp_path: Path, **extra: Any) -> dict[str, str]:
+    run = run_playbook(
+        tmp_path,
+        playbook_json.role_play(
+            "pts_images", "tags", {"ansible.builtin.debug": {"msg": "{{ pts_images_refs | to_json }}"}}
+        ),
+        {"cluster_image_source_resolved": "offline", **extra},
+    )
+    assert run.returncode == 0, run.report
+    return dict(json.loads(run.messages()[-1]))
+
+
+def test_offline_the_apps_images_become_the_debian_workloads_under_their_own_names(tmp_path: Path) -> None:
+    refs = debian_refs(tmp_path)
+    assert list(refs) == list(WORKLOADS)
+    for test, ref in refs.items():
+        assert re.fullmatch(rf"interference-orchestrator/{WORKLOADS[test]}:h-[0-9a-f]{{12}}", ref), ref
+    # The apps shipped in group_vars name exactly these images.
+    apps = yaml.safe_load((REPO / "group_vars" / "all" / "apps.yml").read_text())["apps"]
+    assert sorted(app["image"] for app in apps) == sorted(refs)
+
+
+def test_the_debian_base_packages_and_context_are_inputs_of_every_tag(tmp_path: Path) -> None:
+    before = debian_refs(tmp_path)
+    assert debian_refs(tmp_path) == before
+    fewer = debian_refs(tmp_path, pts_images_debian_packages=["mbw", "stressapptest", "7zip", "povray", "bash"])
+    assert all(fewer[test] != before[test] for test in before)
+    context = tmp_path / "context"
+    context.mkdir()
+    for name in ("Dockerfile", "run-benchmark"):
+        (context / name).write_text((DEBIAN_CONTEXT / name).read_text() + "\n# edited\n")
+    edited = debian_refs(tmp_path, pts_images_debian_context_dir=str(context))
+    assert all(edited[test] != before[test] for test in before)
+
+
+def test_the_pts_source_is_unchanged_by_the_offline_one(tmp_path: Path) -> None:
+    refs = debian_refs(tmp_path, pts_images_source="pts")
+    assert all(ref.startswith(test + ":h-") for test, ref in refs.items())
+
+
+def test_kind_config_names_the_resolved_node_image_on_every_node(tmp_path: Path) -> None:
+    config = tmp_path / "kind.yaml"
+    run = run_playbook(
+        tmp_path,
+        playbook_json.role_play("kind_cluster", "config"),
+        {
+            "kind_cluster_config_path": str(config),
+            "kind_cluster_node_image_resolved": "interference-orchestrator/kind-node:v1.34.4-h0123456789ab",
+            "cluster_workers": 2,
+        },
+    )
+    assert run.returncode == 0, run.report
+    nodes = yaml.safe_load(config.read_text())["nodes"]
+    assert [node["role"] for node in nodes] == ["control-plane", "worker", "worker"]
+    assert {node["image"] for node in nodes} == {"interference-orchestrator/kind-node:v1.34.4-h0123456789ab"}
+
+
+def test_kind_config_leaves_kinds_default_image_when_images_come_from_the_registry(tmp_path: Path) -> None:
+    config = tmp_path / "kind.yaml"
+    run = run_playbook(
+        tmp_path,
+        playbook_json.role_play("kind_cluster", "config"),
+        {"kind_cluster_config_path": str(config), "kind_cluster_node_image_resolved": ""},
+    )
+    assert run.returncode == 0, run.report
+    assert all("image" not in node for node in yaml.safe_load(config.read_text())["nodes"])
+
+
+def test_monitoring_is_one_line_offline_and_touches_nothing(tmp_path: Path) -> None:
+    run = run_playbook(
+        tmp_path,
+        [
+            {
+                "hosts": "localhost",
+                "gather_facts": False,
+                "tasks": [{"ansible.builtin.include_role": {"name": "interference.orchestrator.monitoring"}}],
+            }
+        ],
+        {"cluster_provider_resolved": "kind", "cluster_image_source_resolved": "offline"},
+    )
+    assert run.returncode == 0, run.report
+    assert run.stats["changed"] == 0
+    (message,) = run.messages()
+    assert message.startswith("monitoring: skipped on kind: the image source is offline")
+    assert "kube-prometheus-stack" in message
+    assert "\n" not in message
