@@ -16,6 +16,13 @@ COPY bin/runc /usr/local/sbin/runc.real
 COPY bin/runc-drop-caps /usr/local/sbin/runc
 COPY cni/ /opt/cni/bin/
 
+# restrict_oom_score_adj (set below): containerd keeps every container's
+# oom_score_adj at or above its own. Lowering it needs CAP_SYS_RESOURCE, which
+# hosts like ours cannot grant, so the kubelet's -998 for critical pods would
+# fail the sandbox ("failed to update /proc/self/oom_score_adj"). Where the
+# capability exists containerd runs at -999 (kind's unit), so the clamp
+# changes nothing there. kind sets the same option for rootless nodes.
+
 RUN chmod 0755 /usr/local/bin/* /usr/local/sbin/* /kind/bin /kind/bin/* /opt/cni/bin/* \
  && find /etc/containerd /etc/default /etc/sysctl.d /etc/systemd/system /etc/crictl.yaml -type f -exec chmod 0644 {} + \
  && find /lib/systemd/system/sysinit.target.wants/ -name "systemd-tmpfiles-setup.service" -delete \
@@ -32,6 +39,8 @@ RUN chmod 0755 /usr/local/bin/* /usr/local/sbin/* /kind/bin /kind/bin/* /opt/cni
  && systemctl enable undo-mount-hacks.service \
  && systemctl mask systemd-binfmt.service \
  && mkdir -p /etc/kubernetes/manifests \
+ && sed -i 's/^\(\s*restrict_oom_score_adj\s*=\s*\)false/\1true/' /etc/containerd/config.toml \
+ && grep -q 'restrict_oom_score_adj = true' /etc/containerd/config.toml \
  && ctr oci spec \
     | jq '.hooks.createContainer[.hooks.createContainer | length] |= . + {"path": "/kind/bin/mount-product-files.sh"}' \
     | jq 'del(.process.rlimits)' > /etc/containerd/cri-base.json \

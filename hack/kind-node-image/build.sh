@@ -101,6 +101,16 @@ trap 'rc=$?; cleanup; if ((rc != 0)); then log "FAILED at step: ${step:-setup} (
 
 # image_from_binary NAME TAG BASE BINARY [ENTRYPOINT]: a one-binary image,
 # saved as a docker archive for the node's containerd.
+# quiet_build ARGS...: docker build, printing its output only when it fails
+# (the classic builder's deprecation banner would drown the steps otherwise).
+quiet_build() {
+  local output
+  if ! output=$(docker build -q "$@" 2>&1); then
+    printf '%s\n' "$output" >&2
+    return 1
+  fi
+}
+
 image_from_binary() {
   local name=$1 tag=$2 base=$3 binary=$4 entrypoint=${5:-}
   local context=$work/images/$name
@@ -113,7 +123,7 @@ image_from_binary() {
     [[ -n $entrypoint ]] && echo "ENTRYPOINT [\"$entrypoint\"]"
     true
   } >"$context/Dockerfile"
-  docker build -q -t "$tag" "$context" >/dev/null
+  quiet_build -t "$tag" "$context"
 }
 
 at "images: a static-binary base (scratch with /tmp)"
@@ -133,15 +143,26 @@ at "images: kube-apiserver, kube-controller-manager, kube-scheduler ($kube_versi
 for component in kube-apiserver kube-controller-manager kube-scheduler; do
   image_from_binary "$component" "registry.k8s.io/$component:$kube_version" "$scratch" "$tools_bin/$component"
 done
+at "images: a network base (the node rootfs, iptables in the node's own mode)"
+mkdir -p "$work/network-base"
+cp "$here/iptables-wrapper" "$work/network-base/iptables-wrapper"
+cat >"$work/network-base/Dockerfile" <<DOCKERFILE
+FROM $rootfs
+COPY iptables-wrapper /usr/sbin/iptables-wrapper
+RUN for name in iptables iptables-save iptables-restore ip6tables ip6tables-save ip6tables-restore; do \\
+      ln -sf iptables-wrapper "/usr/sbin/\$name"; done
+DOCKERFILE
+network_base=interference-orchestrator/network-base:node-build
+quiet_build -t "$network_base" "$work/network-base"
 at "images: kube-proxy ($kube_version, with the node's iptables and conntrack)"
-image_from_binary kube-proxy "registry.k8s.io/kube-proxy:$kube_version" "$rootfs" "$node_bin/kube-proxy"
+image_from_binary kube-proxy "registry.k8s.io/kube-proxy:$kube_version" "$network_base" "$node_bin/kube-proxy"
 at "images: etcd ($etcd_image_tag)"
 image_from_binary etcd "registry.k8s.io/etcd:$etcd_image_tag" "$scratch" "$node_bin/etcd"
 at "images: coredns ($coredns_tag)"
 image_from_binary coredns "registry.k8s.io/coredns/coredns:$coredns_tag" "$scratch" "$node_bin/coredns" /usr/local/bin/coredns
-at "images: pod-network (the node rootfs: bash, curl, jq, iproute2, iptables)"
-pod_network_tag=${rootfs##*:}
-docker tag "$rootfs" "interference-orchestrator/pod-network:$pod_network_tag"
+at "images: pod-network (the network base: bash, curl, jq, iproute2, iptables)"
+pod_network_tag=${rootfs##*:}-$(sha256sum "$here/iptables-wrapper" | cut -c1-8)
+docker tag "$network_base" "interference-orchestrator/pod-network:$pod_network_tag"
 
 node_images=(
   "registry.k8s.io/kube-apiserver:$kube_version" "registry.k8s.io/kube-controller-manager:$kube_version"
@@ -161,7 +182,7 @@ for plugin in ptp bridge loopback host-local portmap; do cp "$node_bin/cni-$plug
 cp "$repo_root/scripts/runc-drop-caps" "$base_context/bin/runc-drop-caps"
 cp "$here/base.Dockerfile" "$base_context/Dockerfile"
 base_image=interference-orchestrator/kind-base:$kube_version-node-build
-docker build -q --build-arg "ROOTFS=$rootfs" -t "$base_image" "$base_context" >/dev/null
+quiet_build --build-arg "ROOTFS=$rootfs" -t "$base_image" "$base_context"
 
 at "node image: start a build container from the base image"
 build_container=kind-node-build-$$
@@ -200,14 +221,18 @@ for ref in "${node_images[@]}"; do
   [[ $ref == registry.k8s.io/* ]] || qualified=docker.io/$ref
   grep -qxF "$qualified" <<<"$imported" || { log "image $qualified missing from the node's containerd after import"; exit 1; }
 done
-in_node pkill containerd
-in_node bash -c 'for i in $(seq 30); do pgrep -x containerd >/dev/null || exit 0; sleep 1; done; exit 1'
+# Stop containerd so its metadata is on disk before the commit. Nothing
+# reaps it in the build container (PID 1 is sleep), so an exited containerd
+# stays a zombie: wait until no live one is left.
+in_node pkill -x containerd
+in_node bash -c 'for i in $(seq 60); do ps -C containerd -o stat= | grep -qv "^Z" || exit 0; sleep 1; done
+  echo "containerd did not stop within 60 s" >&2; exit 1'
 
 at "node image: commit $image"
 docker commit \
   --change 'ENTRYPOINT [ "/usr/local/bin/entrypoint", "/sbin/init" ]' \
   --change 'ENV HTTP_PROXY="" HTTPS_PROXY="" NO_PROXY=""' \
   "$build_container" "$image" >/dev/null
-docker rmi "$base_image" "$scratch" >/dev/null 2>&1 || true
+docker rmi "$base_image" "$scratch" "$network_base" >/dev/null 2>&1 || true
 log "built $image"
 if [[ $mode == --json ]]; then printf '{"image": "%s", "built": true}\n' "$image"; else echo "$image"; fi
