@@ -44,8 +44,10 @@ log() { printf '[build-tools] %s\n' "$*" >&2; }
 
 # reports_version BINARY VERSION ARGS...: true when BINARY ARGS prints VERSION.
 reports_version() {
-  local binary=$1 version=$2; shift 2
-  [[ -x $binary ]] && "$binary" "$@" 2>/dev/null | grep -q -- "${version#v}"
+  local binary=$1 version=$2 output; shift 2
+  # Captured first: `grep -q` in a pipe exits at the first match, and under
+  # pipefail the tool's SIGPIPE on its next line would read as a mismatch.
+  [[ -x $binary ]] && output=$("$binary" "$@" 2>/dev/null) && grep -q -- "${version#v}" <<<"$output"
 }
 
 # ensure NAME VERSION VERSION_ARGS MODULE_DIR PACKAGE LDFLAGS
@@ -60,7 +62,7 @@ ensure() {
   local on_path
   on_path=$(command -v "$name" || true)
   # shellcheck disable=SC2086
-  if [[ -n $on_path && $on_path != "$target" ]] && reports_version "$on_path" "$version" $version_args; then
+  if [[ -n $on_path && ! $on_path -ef $target ]] && reports_version "$on_path" "$version" $version_args; then
     ln -sf "$on_path" "$target"
     log "$name $version: reusing $on_path"
     return

@@ -42,7 +42,6 @@ TYPE_LABEL = "interference.orchestrator/type"
 APP_ANNOTATION = "interference.orchestrator/app"
 MONITORING_NAMESPACE = "monitoring"
 RELEASE = "kube-prometheus-stack"
-GRAFANA = "http://localhost:3000"
 PASSWORD_FILE = Path("~/.config/interference-orchestrator/grafana-admin-password").expanduser()
 # What the offline (Debian) source runs for each Phoronix test an app names.
 DEBIAN_WORKLOADS = {"pts/c-ray": "povray", "pts/compress-7zip": "7zip", "pts/mbw": "mbw",
@@ -77,6 +76,7 @@ def scenario(host: Any) -> dict[str, Any]:
         "namespace": variables.get("apps_namespace", "interference-apps"),
         "kubeconfig": str(Path(kubeconfig).expanduser()),
         "context": f"kind-{name}",
+        "grafana_port": int(variables.get("grafana_host_port", 3000)),
         "kind_config": Path(f"~/.cache/interference-orchestrator/kind-{name}.yaml").expanduser(),
     }
 
@@ -149,14 +149,15 @@ def test_workers_are_labelled_in_name_order_and_the_control_plane_is_not(
 def test_grafana_port_is_mapped_in_the_kind_config_and_published_by_docker(scenario: dict[str, Any]) -> None:
     rendered = yaml.safe_load(scenario["kind_config"].read_text())
     (control_plane,) = [node for node in rendered["nodes"] if node["role"] == "control-plane"]
-    assert {"containerPort": 30300, "hostPort": 3000, "listenAddress": "127.0.0.1", "protocol": "TCP"} in control_plane[
+    port = scenario["grafana_port"]
+    assert {"containerPort": 30300, "hostPort": port, "listenAddress": "127.0.0.1", "protocol": "TCP"} in control_plane[
         "extraPortMappings"
     ]
     published = subprocess.run(
         ["docker", "port", f"{scenario['name']}-control-plane", "30300/tcp"],
         capture_output=True, text=True, check=True,
     ).stdout.split()
-    assert published == ["127.0.0.1:3000"]
+    assert published == [f"127.0.0.1:{port}"]
 
 
 def test_every_app_pod_runs_in_a_real_container_on_its_planned_node(
@@ -291,10 +292,11 @@ def require_monitoring(offline: bool) -> None:
         pytest.skip("image source offline: monitoring is skipped by design (its chart and images cannot be fetched)")
 
 
-def grafana(path: str) -> Any:
+def grafana(scenario: dict[str, Any], path: str) -> Any:
     """GET a Grafana API path as the admin the monitoring role stored; return the JSON body."""
     credentials = base64.b64encode(f"admin:{PASSWORD_FILE.read_text().strip()}".encode()).decode()
-    request = urllib.request.Request(GRAFANA + path, headers={"Authorization": f"Basic {credentials}"})
+    url = f"http://localhost:{scenario['grafana_port']}{path}"
+    request = urllib.request.Request(url, headers={"Authorization": f"Basic {credentials}"})
     with urllib.request.urlopen(request, timeout=10) as response:
         assert response.status == 200
         return json.load(response)
@@ -318,17 +320,19 @@ def test_monitoring_is_absent_when_offline(api: client.ApiClient, offline: bool)
     assert MONITORING_NAMESPACE not in names
 
 
-def test_grafana_answers_on_localhost_3000_with_the_stored_password_not_the_default(offline: bool) -> None:
+def test_grafana_answers_on_localhost_with_the_stored_password_not_the_default(
+    scenario: dict[str, Any], offline: bool
+) -> None:
     require_monitoring(offline)
-    health = eventually(lambda: grafana("/api/health"))
+    health = eventually(lambda: grafana(scenario, "/api/health"))
     assert health["database"] == "ok"
     assert PASSWORD_FILE.stat().st_mode & 0o777 == 0o600
     assert PASSWORD_FILE.read_text().strip() != "prom-operator"
 
 
-def test_grafana_loaded_the_interference_overview_dashboard(offline: bool) -> None:
+def test_grafana_loaded_the_interference_overview_dashboard(scenario: dict[str, Any], offline: bool) -> None:
     require_monitoring(offline)
-    dashboard = eventually(lambda: grafana("/api/dashboards/uid/interference-overview"))["dashboard"]
+    dashboard = eventually(lambda: grafana(scenario, "/api/dashboards/uid/interference-overview"))["dashboard"]
     assert dashboard["title"] == "Interference overview"
 
 
@@ -341,7 +345,7 @@ def test_prometheus_sees_the_app_and_type_pod_labels(
     )
 
     def labelled_apps() -> set[tuple[str, str]]:
-        body = grafana(f"/api/datasources/proxy/uid/prometheus/api/v1/query?query={query}")
+        body = grafana(scenario, f"/api/datasources/proxy/uid/prometheus/api/v1/query?query={query}")
         found = {
             (r["metric"]["label_app_kubernetes_io_name"], r["metric"]["label_interference_orchestrator_type"])
             for r in body["data"]["result"]

@@ -206,7 +206,8 @@ def test_check_mode_creates_nothing_and_stops_before_stages_that_need_the_cluste
     assert [c[:2] for c in kind_calls(stub_env["state"])] == [["get", "clusters"]]
     assert not (tmp_path / "config").exists()
     assert not stub_env["kubeconfig"].exists()
-    (message,) = run.messages()
+    node_image, message = run.messages()
+    assert node_image.startswith("kind_cluster: node image kind's default (kindest/node, pulled from the registry)")
     assert message.startswith("Would create the kind cluster cluster-kind (control plane and 2 worker(s)")
     assert run.results("Show kind_cluster_exists") == []  # end_host: nothing after the role ran
 
