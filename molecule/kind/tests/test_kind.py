@@ -191,7 +191,7 @@ def test_placed_interference_is_at_the_lower_bound(
     the removal is not refilled and the bound need not hold.
     """
     if sorted(declared) != sorted(app["name"] for app in scenario["base_apps"]):
-        pytest.skip("after the side effect running apps keep their nodes by design; the bound is checked after converge")
+        pytest.skip("after the side effect running apps keep their nodes by design; checked after converge")
     by_node: dict[str, list[tuple[float, ...]]] = {}
     for pod in app_pods(api, scenario["namespace"]):
         by_node.setdefault(pod.spec.node_name, []).append(profile_for_type(pod.metadata.labels[TYPE_LABEL]))
