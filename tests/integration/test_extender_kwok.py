@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from interference_extender.sample_objects import make_node, make_pod
-from tests.integration import kwok_extender_harness as kwok
+from tests.support import kwok
+from tests.support.k8s_objects import make_node, make_pod
 
 pytestmark = [
     pytest.mark.cluster,

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from tests.integration import kwok_extender_harness as kwok
-from tests.unit.roles.playbook_json import PlaybookRun, run_playbook
+from tests.support import kwok
+from tests.support.playbook_json import PlaybookRun, run_playbook
 
 pytestmark = [
     pytest.mark.cluster,

@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ansible_collections.interference.orchestrator.plugins.module_utils.scheduler_extender import ExtenderPolicy
 
 from interference_extender.cluster_view import ClusterView
-from interference_extender.sample_objects import extender_args, make_node, make_pod, serialise
+from interference_extender.policy import ExtenderPolicy
 from interference_extender.server import ExtenderHTTPServer, serve
 from interference_extender.service import ExtenderService
+from tests.support.k8s_objects import extender_args, make_node, make_pod, serialise
 
 REPO = Path(__file__).resolve().parents[3]
 MAX_BODY = 256 * 1024

@@ -16,9 +16,9 @@ from typing import Any
 import kubernetes_validate
 import pytest
 import yaml
-from ansible_collections.interference.orchestrator.plugins.module_utils.scheduler_extender import policy_from_mapping
 
-from .playbook_json import PlaybookRun, run_playbook
+from interference_extender.policy import policy_from_mapping
+from tests.support.playbook_json import PlaybookRun, run_playbook
 
 KUBERNETES_VERSION = "1.34"
 

@@ -212,7 +212,7 @@ def metric(listen: str, name: str) -> float | None:
 
 def kwok_node(node: Any) -> dict[str, Any]:
     """A Node object for kwok-controller to play (the annotation hands it over)."""
-    from interference_extender.sample_objects import serialise
+    from tests.support.k8s_objects import serialise
 
     body: dict[str, Any] = serialise(node)
     body["metadata"].setdefault("annotations", {})["kwok.x-k8s.io/node"] = "fake"
@@ -238,7 +238,7 @@ def _ready(node: Any) -> bool:
 
 
 def create_pod(api: Any, pod: Any) -> None:
-    from interference_extender.sample_objects import serialise
+    from tests.support.k8s_objects import serialise
 
     body = serialise(pod)
     body.pop("status", None)

@@ -12,25 +12,19 @@ from typing import Any
 
 import pytest
 from ansible_collections.interference.orchestrator.plugins.module_utils.interference import dot, profile_for_type
-from ansible_collections.interference.orchestrator.plugins.module_utils.scheduler_extender import (
-    MAX_EXTENDER_PRIORITY,
-    MIN_EXTENDER_PRIORITY,
-    ExtenderConfigError,
-    ExtenderInputError,
-    ExtenderPolicy,
-    PodIndex,
-    ScoreWeights,
-    filter_nodes,
-    gpu_memory_bytes,
-    known_nodes_from,
-    parse_extender_args,
-    pod_facts,
-    policy_from_mapping,
-    prioritize_nodes,
-)
 from kubernetes import client
 
-from interference_extender.sample_objects import extender_args, make_node, make_pod, serialise
+from interference_extender.decisions import (
+    MAX_EXTENDER_PRIORITY,
+    MIN_EXTENDER_PRIORITY,
+    ExtenderInputError,
+    filter_nodes,
+    parse_extender_args,
+    prioritize_nodes,
+)
+from interference_extender.facts import PodIndex, gpu_memory_bytes, known_nodes_from, pod_facts
+from interference_extender.policy import ExtenderConfigError, ExtenderPolicy, ScoreWeights, policy_from_mapping
+from tests.support.k8s_objects import extender_args, make_node, make_pod, serialise
 
 MODES = pytest.mark.parametrize("cache", [False, True], ids=["full-node-list", "nodeCacheCapable"])
 
