@@ -43,8 +43,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 _value:
-  description: One sentence per app that does not match, e.g. C(web: planned on w1, w2, runs on w1, w1); empty when
-    every pod is where the plan put it.
+  description:
+    - One sentence per app that does not match, e.g. C(web planned on w1, w2, runs on w1, w1).
+    - Empty when every pod is where the plan put it.
   type: list
   elements: str
 """

@@ -268,3 +268,19 @@ def write_scheduler_config(path: Path, kubeconfig: Path, profile: str, extender_
         config["extenders"] = [extender]
     path.write_text(json.dumps(config))
     return path
+
+
+def delete_pod(api: Any, name: str, namespace: str = "default") -> None:
+    """Delete a pod at once and wait until the API server no longer has it."""
+    from kubernetes.client.exceptions import ApiException
+
+    api.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
+
+    def gone() -> bool:
+        try:
+            api.read_namespaced_pod(name, namespace)
+        except ApiException as exc:
+            return exc.status == 404
+        return False
+
+    wait_for(f"pod {name} to be deleted", gone)
