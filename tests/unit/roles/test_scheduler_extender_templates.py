@@ -10,6 +10,7 @@ kwok path runs for real in tests/integration/test_extender_kwok.py.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -142,7 +143,7 @@ def test_extender_deployment_and_service(manifests: list[dict[str, Any]]) -> Non
     assert deployment["metadata"]["namespace"] == "kube-system"
     pod = deployment["spec"]["template"]["spec"]
     (container,) = pod["containers"]
-    assert container["image"] == "interference-extender:0.1.0"
+    assert re.fullmatch(r"interference-extender:h-[0-9a-f]{12}", container["image"]), container["image"]
     assert "--in-cluster" in container["args"]
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
     assert pod["serviceAccountName"] == "interference-extender"
