@@ -1,1 +1,1 @@
-"""The interference-aware kube-scheduler extender service (decisions in plugins/module_utils/scheduler_extender.py)."""
+"""The interference-aware kube-scheduler extender: policy.py, facts.py, decisions.py, cluster_view.py, service.py, server.py."""
