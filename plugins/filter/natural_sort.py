@@ -41,7 +41,9 @@ _value:
 
 def natural_sort(names: list[str]) -> list[str]:
     """Return the names in natural order."""
-    return run_engine(order, list(names) if not isinstance(names, (str, bytes)) and hasattr(names, "__iter__") else names)
+    # Jinja's map() hands over a generator; a string stays a string, so the engine names the mistake.
+    listed = names if isinstance(names, (str, bytes)) or not hasattr(names, "__iter__") else list(names)
+    return run_engine(order, listed)
 
 
 class FilterModule:
