@@ -1,5 +1,6 @@
 # The two commands of the README: `make site` runs the main job, `make test` the tests.
 # Both set up what they need first (Python venv, and for tests the control plane binaries).
+# `make help` lists every target with its `##` comment.
 
 SHELL := /bin/bash
 VENV := .venv
@@ -9,7 +10,10 @@ TOOLS_BIN := $(CURDIR)/.cache/bin
 export PATH := $(TOOLS_BIN):$(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: setup tools site test unit lint molecule docker-engine node-image kind-test bench teardown clean
+.PHONY: help setup tools site test unit integration lint molecule docker-engine node-image kind-test bench teardown clean
+
+help:  ## List the targets
+	@awk -F ':.*## ' '/^[a-z][a-z-]*:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 setup: $(VENV)/.installed  ## Create .venv with the pinned Python dependencies
 
@@ -35,8 +39,11 @@ lint: setup  ## ruff, mypy, ansible-lint (production profile), syntax-check
 	$(BIN)/ansible-playbook --syntax-check site.yml
 	$(BIN)/ansible-lint --profile production
 
-unit: setup  ## pytest: engine, filters through ansible-playbook, role templates
-	$(BIN)/pytest -q
+unit: setup  ## pytest tests/unit: engine, filters, role templates, extender; no cluster, under a minute
+	$(BIN)/pytest -q -rs tests/unit
+
+integration: setup tools  ## pytest tests/integration: roles and the extender on a real control plane (kwok)
+	$(BIN)/pytest -q -rs tests/integration
 
 molecule: setup tools  ## molecule test on the real control plane (kwok)
 	$(BIN)/molecule test
@@ -52,10 +59,10 @@ node-image: setup  ## Build the offline kind node image (Kubernetes v1.34.4, kin
 kind-test: setup  ## molecule test -s kind: a real kind cluster, real containers (starts Docker if needed)
 	scripts/test-kind.sh
 
-test: setup tools lint unit molecule kind-test  ## Everything CI runs
+test: setup tools lint unit integration molecule kind-test  ## Everything CI runs
 
 bench: setup  ## Placement benchmark (figures for the README)
 	$(BIN)/python benchmarks/placement.py
 
-clean:
+clean:  ## Delete .venv and the pytest, mypy, ruff and hypothesis caches (keeps .cache/bin)
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -32,13 +32,10 @@ for entry in (str(REPO / "collections"), str(REPO)):
     if entry not in sys.path:
         sys.path.insert(0, entry)
 
-from ansible_collections.interference.orchestrator.plugins.module_utils.scheduler_extender import (  # noqa: E402
-    ExtenderPolicy,
-)
-
 from interference_extender.cluster_view import ClusterView  # noqa: E402
-from interference_extender.sample_objects import extender_args, make_node, make_pod, serialise  # noqa: E402
+from interference_extender.policy import ExtenderPolicy  # noqa: E402
 from interference_extender.service import ExtenderService, tune_interpreter  # noqa: E402
+from tests.support.k8s_objects import extender_args, make_node, make_pod, serialise  # noqa: E402
 
 SIZES = (10, 100, 1000)
 PODS_PER_NODE = 10
@@ -160,7 +157,7 @@ def _post(conn: http.client.HTTPConnection, path: str, body: bytes) -> None:
 
 
 def bench_http(stacks: Sequence[str]) -> list[dict[str, Any]]:
-    from tests.integration.kwok_extender_harness import free_port
+    from tests.support.kwok import free_port
 
     rows = []
     context = multiprocessing.get_context("fork")
@@ -239,7 +236,7 @@ def _bound_times(api: Any, prefix: str, count: int, timeout: float) -> dict[str,
 
 
 def bench_kwok(node_count: int, pod_count: int, rounds: int, with_filter: bool) -> list[dict[str, Any]]:
-    from tests.integration import kwok_extender_harness as kwok
+    from tests.support import kwok
 
     workdir = Path(tempfile.mkdtemp(prefix="extender-bench-"))
     listen = f"127.0.0.1:{kwok.free_port()}"

@@ -28,10 +28,6 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "collections"))
 
-from ansible_collections.interference.orchestrator.plugins.module_utils.baselines import (
-    alternating_assignment,
-    random_assignment,
-)
 from ansible_collections.interference.orchestrator.plugins.module_utils.model import (
     parse_apps,
     parse_quantity,
@@ -39,6 +35,10 @@ from ansible_collections.interference.orchestrator.plugins.module_utils.model im
 from ansible_collections.interference.orchestrator.plugins.module_utils.placement import (
     place,
     sum_interference,
+)
+from baselines import (
+    alternating_assignment,
+    random_assignment,
 )
 
 SIZES = [(100, 10), (1_000, 100), (10_000, 1_000)]

@@ -19,12 +19,9 @@ from types import FrameType
 from typing import Any
 
 import yaml
-from ansible_collections.interference.orchestrator.plugins.module_utils.scheduler_extender import (
-    ExtenderConfigError,
-    policy_from_mapping,
-)
 
 from .cluster_view import ClusterView
+from .policy import ExtenderConfigError, policy_from_mapping
 from .server import serve
 from .service import ExtenderService, tune_interpreter
 

@@ -17,12 +17,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from ansible_collections.interference.orchestrator.plugins.module_utils.scheduler_extender import (
-    NodeFacts,
-    PodIndex,
-    node_facts,
-    pod_facts,
-)
+from .facts import NodeFacts, PodIndex, node_facts, pod_facts
 
 LOG = logging.getLogger("interference_extender.view")
 

@@ -16,16 +16,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from ansible_collections.interference.orchestrator.plugins.module_utils.scheduler_extender import (
-    ExtenderInputError,
-    ExtenderPolicy,
-    filter_nodes,
-    parse_extender_args,
-    prioritize_nodes,
-)
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from .cluster_view import ClusterView
+from .decisions import ExtenderInputError, filter_nodes, parse_extender_args, prioritize_nodes
+from .policy import ExtenderPolicy
 
 LOG = logging.getLogger("interference_extender")
 JSON = "application/json"

@@ -16,7 +16,10 @@
 # Usage: scripts/build-tools.sh [TOOL ...]   (default: the kwok tier's tools)
 #        scripts/build-tools.sh --node-image (the node image's components)
 #        scripts/build-tools.sh --for-site   (what site.yml needs here: kind, kubectl
-#        and helm when a Docker engine answers, else the kwok set)
+#        and helm when a Docker engine answers, else the kwok set: etcd, kwok,
+#        kwokctl, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl)
+# Building needs Go (the newest `go` directive under hack/tools/); a missing Go
+# is reported before the first build, with how to get it.
 set -euo pipefail
 
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -66,6 +69,13 @@ ensure() {
     ln -sf "$on_path" "$target"
     log "$name $version: reusing $on_path"
     return
+  fi
+  if ! command -v go >/dev/null; then
+    log "$name $version is not in $bin_dir and Go is not on PATH to build it."
+    log "Install Go 1.21 or newer (https://go.dev/dl/ or apt-get install golang-go); it fetches the" \
+      "go$(awk '$1 == "go" {print $2}' "$repo_root"/hack/tools/*/go.mod | sort -V | tail -n1) toolchain" \
+      "hack/tools/ asks for itself. Older Go: see .ci/run. Then rerun."
+    exit 1
   fi
   log "$name $version: building (minutes when the Go cache is cold)"
   (cd "$repo_root/hack/tools/$module_dir" && go build -trimpath -ldflags "-s -w $ldflags" -o "$target" "$package")
@@ -167,7 +177,7 @@ if [[ ${tools[0]:-} == --for-site ]]; then
   if docker info >/dev/null 2>&1; then
     tools=(kind kubectl helm)
   else
-    tools=()
+    tools=(etcd kwok kwokctl kube-apiserver kube-controller-manager kube-scheduler kubectl)
   fi
 fi
 if [[ ${#tools[@]} -eq 0 ]]; then

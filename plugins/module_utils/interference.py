@@ -12,7 +12,7 @@ squared node loads, which is what makes the lower bound below cheap.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 PRESSURE_DIMENSIONS: tuple[str, ...] = ("cpu", "memory_bandwidth", "llc", "disk_io", "network_io")
 
@@ -52,22 +52,6 @@ def pair_reason(left: Profile, right: Profile) -> str:
         if a > 0 and b > 0
     ]
     return "both stress " + ", ".join(shared) if shared else "no shared resource"
-
-
-def dominant_dimension(profile: Profile) -> str:
-    """Name of the resource an app presses on most (first one on ties)."""
-    best = max(range(len(profile)), key=lambda i: (profile[i], -i))
-    return PRESSURE_DIMENSIONS[best]
-
-
-def node_interference(profiles: Iterable[Profile]) -> float:
-    """Sum of pairwise interference among the replicas on one node (score)."""
-    items = list(profiles)
-    total = 0.0
-    for i, left in enumerate(items):
-        for right in items[i + 1:]:
-            total += dot(left, right)
-    return total
 
 
 def _balanced_square_sum(count: int, bins: int) -> int:

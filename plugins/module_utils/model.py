@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from .contract import CUSTOM_TYPE
 from .errors import AppInputError, NodeInputError
 from .interference import PRESSURE_DIMENSIONS, TYPE_PROFILES, Profile, profile_for_type, profile_from_mapping
 
@@ -118,7 +119,7 @@ def _app_profile(index: int, name: str, item: Mapping[str, Any]) -> tuple[Profil
             raise AppInputError(index, name, f"profile.{key}", f"must be a number from 0 to 1, got {value!r}")
     profile = profile_from_mapping(dict(raw_profile))
     if not type_label:
-        type_label = "custom"
+        type_label = CUSTOM_TYPE
     return profile, type_label
 
 
@@ -284,3 +285,25 @@ def nodes_from_k8s(resources: object) -> list[dict[str, Any]]:
             }
         )
     return result
+
+
+_TRAILING_NUMBER = re.compile(r"^(.*?)(\d+)$")
+
+
+def natural_key(name: str) -> tuple[str, int, str]:
+    """Sort key of a node name in kind's order: `w-worker` is 1, then `w-worker2` ... `w-worker10`.
+
+    The name without its trailing number, then that number (1 when there is
+    none), then the name itself to break ties.
+    """
+    match = _TRAILING_NUMBER.match(name)
+    if match is None:
+        return name, 1, name
+    return match.group(1), int(match.group(2)), name
+
+
+def natural_sort(names: object) -> list[str]:
+    """Node names in natural order (see natural_key)."""
+    if not isinstance(names, Sequence) or isinstance(names, (str, bytes)) or not all(isinstance(n, str) for n in names):
+        raise NodeInputError(None, None, "names", f"must be a list of node names, got {names!r}")
+    return sorted(names, key=natural_key)

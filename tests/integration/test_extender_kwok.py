@@ -8,8 +8,15 @@ scheduled by the real kube-scheduler. Everything is checked through the API.
 
 Nodes: w1, w2, w3 (no GPU) and gpu (nvidia.com/gpu: 4). Before the extender's
 pods, "ballast" pods are bound directly (spec.nodeName): one cpu pod on w1 and
-four memory pods on each other node. The default scoring alone would put the
-next cpu pod on w1, the least loaded node; the extender must keep it off w1.
+four memory pods on each other node. The default scoring alone puts the next
+cpu pod on w1, the least loaded node, next to the other cpu pod: each test
+shows that first with a pod of the default scheduler, so the assertion on the
+extender's pods fails when the extender is switched off.
+
+GPU capacity is not tested here: kube-scheduler's own resource fit already
+keeps GPU pods off nodes without GPUs, so no kwok outcome could show the
+extender's GPU filter (tests/unit/extender/test_decisions.py covers it).
+Profile-only apps: tests/integration/test_extender_profiles_kwok.py.
 """
 
 from __future__ import annotations
@@ -20,8 +27,8 @@ from typing import Any
 
 import pytest
 
-from interference_extender.sample_objects import make_node, make_pod
-from tests.integration import kwok_extender_harness as kwok
+from tests.support import kwok
+from tests.support.k8s_objects import make_node, make_pod
 
 pytestmark = [
     pytest.mark.cluster,
@@ -102,25 +109,22 @@ def test_cpu_pods_avoid_the_node_with_a_cpu_neighbour_and_spread(setup: Setup) -
     for node in ("w2", "w3", GPU_NODE):
         for i in range(4):
             setup.bind_directly(make_pod(f"ballast-mem-{node}-{i}", pod_type="memory", node_name=node))
-    filters_before = kwok.metric(setup.listen, 'interference_extender_requests_total{code="200",verb="filter"}') or 0
 
+    # Without the extender: the default scheduler puts a cpu pod next to the cpu ballast.
+    # The extender is called for it too (extenders serve every profile) and must let it pass.
+    control = setup.schedule(make_pod("control-cpu", pod_type="cpu", scheduler_name="default-scheduler"))
+    assert control == "w1"
+    kwok.delete_pod(setup.api, "control-cpu")
+    setup.expected_pods -= 1
+    setup.wait_view()
+
+    filters_before = kwok.metric(setup.listen, 'interference_extender_requests_total{code="200",verb="filter"}') or 0
     placed = [setup.schedule(make_pod(f"cpu-{i}", pod_type="cpu")) for i in range(3)]
 
     # w1 already runs a cpu pod; the other three nodes run none: one new cpu pod each.
     assert sorted(placed) == sorted(["w2", "w3", GPU_NODE])
     filters_after = kwok.metric(setup.listen, 'interference_extender_requests_total{code="200",verb="filter"}') or 0
     assert filters_after - filters_before == 3
-
-
-def test_gpu_pods_land_only_on_gpu_nodes(setup: Setup) -> None:
-    placed = [setup.schedule(make_pod(f"trainer-{i}", gpus=1)) for i in range(2)]
-    assert placed == [GPU_NODE, GPU_NODE]
-
-
-def test_pods_of_the_default_scheduler_are_left_alone(setup: Setup) -> None:
-    # Extenders serve every profile; the extender passes default-scheduler pods through.
-    node = setup.schedule(make_pod("plain", scheduler_name="default-scheduler"))
-    assert node in (*WORKERS, GPU_NODE)
 
 
 def test_ignorable_extender_stopped_scheduling_goes_on(setup: Setup) -> None:

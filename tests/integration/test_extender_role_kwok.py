@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from tests.integration import kwok_extender_harness as kwok
-from tests.unit.roles.playbook_json import PlaybookRun, run_playbook
+from tests.support import kwok
+from tests.support.playbook_json import PlaybookRun, run_playbook
 
 pytestmark = [
     pytest.mark.cluster,
@@ -105,7 +105,7 @@ def test_a_cluster_created_without_the_configuration_is_refused(tmp_path: Path) 
         run = state.run(tmp_path)
         assert run.returncode != 0
         (check,) = run.results("Check that kwokctl's scheduler calls the extender")
-        assert "--kube-scheduler-config" in check["msg"]
+        assert "kwok_cluster_scheduler_config" in check["msg"]
     finally:
         pid = state.pid()
         if pid is not None:

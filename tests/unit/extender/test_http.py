@@ -4,24 +4,19 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
 import socket
-import subprocess
 import threading
-import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from ansible_collections.interference.orchestrator.plugins.module_utils.scheduler_extender import ExtenderPolicy
 
 from interference_extender.cluster_view import ClusterView
-from interference_extender.sample_objects import extender_args, make_node, make_pod, serialise
+from interference_extender.policy import ExtenderPolicy
 from interference_extender.server import ExtenderHTTPServer, serve
 from interference_extender.service import ExtenderService
+from tests.support.k8s_objects import extender_args, make_node, make_pod, serialise
 
-REPO = Path(__file__).resolve().parents[3]
 MAX_BODY = 256 * 1024
 IO_TIMEOUT = 0.5  # seconds: the server drops a client that stalls this long
 
@@ -154,50 +149,3 @@ def test_metrics_count_requests_and_latency_per_verb(server: ExtenderHTTPServer)
     assert 'interference_extender_request_duration_seconds_count{verb="prioritize"}' in text
     assert "interference_extender_view_pods 1.0" in text
     assert "interference_extender_view_nodes 3.0" in text
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def test_scripts_extender_starts_without_a_cluster(tmp_path: Path) -> None:
-    port = _free_port()
-    log = tmp_path / "extender.log"
-    with log.open("w") as out:
-        process = subprocess.Popen(
-            [str(REPO / "scripts" / "extender"), "--listen", f"127.0.0.1:{port}"],
-            stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-                conn.request("GET", "/healthz")
-                assert conn.getresponse().status == 200
-                break
-            except OSError:
-                assert process.poll() is None, log.read_text()
-                assert time.monotonic() < deadline, log.read_text()
-                time.sleep(0.2)
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-        body = json.dumps(extender_args(make_pod("p", pod_type="cpu"), [make_node("a")], False))
-        conn.request("POST", "/prioritize", body=body)
-        assert json.loads(conn.getresponse().read()) == [{"Host": "a", "Score": 10}]
-    finally:
-        process.terminate()
-        assert process.wait(timeout=10) == 0
-    assert "no --kubeconfig: empty view of pods and nodes" in log.read_text()
-
-
-def test_scripts_extender_refuses_a_bad_policy(tmp_path: Path) -> None:
-    policy = tmp_path / "policy.yml"
-    policy.write_text("weights: {interference: -2}\n")
-    done = subprocess.run(
-        [str(REPO / "scripts" / "extender"), "--listen", "127.0.0.1:0", "--config", str(policy)],
-        capture_output=True, text=True, timeout=60, check=False,
-    )
-    assert done.returncode == 2
-    assert "weights.interference must be a number >= 0" in done.stderr

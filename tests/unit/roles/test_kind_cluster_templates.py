@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 import yaml
 
-from . import playbook_json
-from .playbook_json import REPO, run_playbook
+from tests.support import playbook_json
+from tests.support.playbook_json import REPO, run_playbook
 
-STUB_KIND = Path(__file__).parent / "stubs" / "kind"
+STUB_KIND = Path(playbook_json.__file__).parent / "stubs" / "kind"
 
 
 def render_config(tmp_path: Path, **extra: Any) -> dict[str, Any]:

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 import yaml
 
-from . import playbook_json
-from .playbook_json import REPO, run_playbook
+from tests.support import playbook_json
+from tests.support.playbook_json import REPO, run_playbook
 
 DEBIAN_CONTEXT = REPO / "files" / "workloads"
 WORKLOADS = {"pts/c-ray": "povray", "pts/compress-7zip": "7zip", "pts/mbw": "mbw", "pts/stressapptest": "stressapptest"}

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 import yaml
 
-from . import playbook_json
-from .playbook_json import REPO, run_playbook
+from tests.support import playbook_json
+from tests.support.playbook_json import REPO, run_playbook
 
 CONTEXT = REPO / "files" / "pts"
 TESTS = ["pts/c-ray", "pts/compress-7zip", "pts/mbw", "pts/stressapptest"]
@@ -132,7 +132,7 @@ def test_dockerfile_preinstalls_the_test_in_batch_mode() -> None:
     assert dockerfile.index('batch-install "${PTS_TEST}"') < dockerfile.index("NoInternetCommunication=TRUE")
 
 
-STUB_KIND = Path(__file__).parent / "stubs" / "kind"
+STUB_KIND = Path(playbook_json.__file__).parent / "stubs" / "kind"
 NODES = ["cluster-kind-control-plane", "cluster-kind-worker", "cluster-kind-worker2"]
 
 

@@ -10,15 +10,16 @@ kwok path runs for real in tests/integration/test_extender_kwok.py.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
 import pytest
 import yaml
-from ansible_collections.interference.orchestrator.plugins.module_utils.scheduler_extender import policy_from_mapping
 
-from .playbook_json import PlaybookRun, run_playbook
+from interference_extender.policy import policy_from_mapping
+from tests.support.playbook_json import PlaybookRun, run_playbook
 
 KUBERNETES_VERSION = "1.34"
 
@@ -52,8 +53,39 @@ def render_config(tmp_path: Path, **extra: Any) -> tuple[PlaybookRun, Path]:
     return run, out
 
 
-def test_kwok_scheduler_configuration(tmp_path: Path) -> None:
-    _, out = render_config(tmp_path, scheduler_extender_local_listen="127.0.0.1:9999")
+VARIANTS: dict[str, dict[str, Any]] = {
+    "listen": {"scheduler_extender_local_listen": "127.0.0.1:9999"},
+    "policy": {
+        "scheduler_extender_weights": {"interference": 5, "gpu_memory": 0, "spot": 2, "zone_spread": 1},
+        "scheduler_extender_forbidden_pairs": [["memory", "memory"], ["cpu", "memory"]],
+    },
+    "filter-off": {"scheduler_extender_filter": False},
+    "managed": {"scheduler_extender_managed_resources": ["nvidia.com/gpu"]},
+}
+
+
+@pytest.fixture(scope="module")
+def configs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The scheduler_config entry point with each of VARIANTS, in one ansible-playbook run: name -> output folder."""
+    tmp_path = tmp_path_factory.mktemp("configs")
+    tasks = [
+        {
+            "name": f"Render {name}",
+            "ansible.builtin.include_role": {
+                "name": "interference.orchestrator.scheduler_extender",
+                "tasks_from": "scheduler_config",
+            },
+            "vars": {"scheduler_extender_local_dir": str(tmp_path / name), **extra},
+        }
+        for name, extra in VARIANTS.items()
+    ]
+    run = run_playbook(tmp_path, [{"hosts": "localhost", "gather_facts": False, "tasks": tasks}])
+    assert run.returncode == 0, run.stderr + str(run.report)
+    return {name: tmp_path / name for name in VARIANTS}
+
+
+def test_kwok_scheduler_configuration(configs: dict[str, Path]) -> None:
+    out = configs["listen"]
     config = yaml.safe_load((out / "kube-scheduler-config.yaml").read_text())
     assert config["apiVersion"] == "kubescheduler.config.k8s.io/v1"
     assert config["kind"] == "KubeSchedulerConfiguration"
@@ -73,12 +105,8 @@ def test_kwok_scheduler_configuration(tmp_path: Path) -> None:
     ]
 
 
-def test_policy_file_is_valid_for_the_service(tmp_path: Path) -> None:
-    _, out = render_config(
-        tmp_path,
-        scheduler_extender_weights={"interference": 5, "gpu_memory": 0, "spot": 2, "zone_spread": 1},
-        scheduler_extender_forbidden_pairs=[["memory", "memory"], ["cpu", "memory"]],
-    )
+def test_policy_file_is_valid_for_the_service(configs: dict[str, Path]) -> None:
+    out = configs["policy"]
     policy = policy_from_mapping(yaml.safe_load((out / "policy.yml").read_text()))
     assert policy.weights.interference == 5
     assert policy.weights.gpu_memory == 0
@@ -86,15 +114,15 @@ def test_policy_file_is_valid_for_the_service(tmp_path: Path) -> None:
     assert policy.scheduler_names == {"interference-scheduler"}
 
 
-def test_prioritize_only_when_the_filter_is_off(tmp_path: Path) -> None:
-    _, out = render_config(tmp_path, scheduler_extender_filter=False)
+def test_prioritize_only_when_the_filter_is_off(configs: dict[str, Path]) -> None:
+    out = configs["filter-off"]
     (extender,) = yaml.safe_load((out / "kube-scheduler-config.yaml").read_text())["extenders"]
     assert "filterVerb" not in extender
     assert extender["prioritizeVerb"] == "prioritize"
 
 
-def test_managed_resources_when_asked(tmp_path: Path) -> None:
-    _, out = render_config(tmp_path, scheduler_extender_managed_resources=["nvidia.com/gpu"])
+def test_managed_resources_when_asked(configs: dict[str, Path]) -> None:
+    out = configs["managed"]
     (extender,) = yaml.safe_load((out / "kube-scheduler-config.yaml").read_text())["extenders"]
     assert extender["managedResources"] == [{"name": "nvidia.com/gpu", "ignoredByScheduler": False}]
 
@@ -142,7 +170,7 @@ def test_extender_deployment_and_service(manifests: list[dict[str, Any]]) -> Non
     assert deployment["metadata"]["namespace"] == "kube-system"
     pod = deployment["spec"]["template"]["spec"]
     (container,) = pod["containers"]
-    assert container["image"] == "interference-extender:0.1.0"
+    assert re.fullmatch(r"interference-extender:h-[0-9a-f]{12}", container["image"]), container["image"]
     assert "--in-cluster" in container["args"]
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
     assert pod["serviceAccountName"] == "interference-extender"

@@ -2,25 +2,26 @@
 
 - constraints always hold;
 - the plan is the exact optimum on every instance small enough to enumerate
-  (up to 8 replicas on 4 nodes, with and without capacity limits);
-- it is never worse than the seed's alternating policy or random placement;
+  (up to 7 replicas on 4 nodes, with and without capacity limits);
+- it is never worse than random placement;
 - it is deterministic, and never below the lower bound.
+
+Scores are computed here pair by pair (`pairwise_interference`), not with the
+engine's `sum_interference`, so a bug in the engine's scoring cannot hide by
+scoring the engine's plan and the brute-force optimum the same wrong way.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+import random
 from typing import Any
 
-from ansible_collections.interference.orchestrator.plugins.module_utils.baselines import (
-    alternating_assignment,
-    random_assignment,
-)
 from ansible_collections.interference.orchestrator.plugins.module_utils.errors import UnschedulableError
 from ansible_collections.interference.orchestrator.plugins.module_utils.interference import EPSILON
 from ansible_collections.interference.orchestrator.plugins.module_utils.model import App, Node, parse_apps, parse_nodes
-from ansible_collections.interference.orchestrator.plugins.module_utils.placement import place, sum_interference
+from ansible_collections.interference.orchestrator.plugins.module_utils.placement import place
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -108,6 +109,25 @@ def feasible(apps: list[App], nodes: list[Node], assignment: list[list[int]]) ->
     return True
 
 
+def pairwise_interference(apps: list[App], assignment: list[list[int]]) -> float:
+    """Total interference, from the definition: per node, every pair of replicas, the products of their pressures."""
+    residents: dict[int, list[tuple[float, ...]]] = {}
+    for app, replicas in zip(apps, assignment, strict=True):
+        for node_index in replicas:
+            residents.setdefault(node_index, []).append(app.profile)
+    total = 0.0
+    for profiles in residents.values():
+        for left, right in itertools.combinations(profiles, 2):
+            total += sum(a * b for a, b in zip(left, right, strict=True))
+    return total
+
+
+def random_assignment(apps: list[App], node_count: int, seed: int) -> list[list[int]]:
+    """Every replica on a node drawn at random: what a placement must never be worse than."""
+    rng = random.Random(seed)
+    return [[rng.randrange(node_count) for _ in range(app.replicas)] for app in apps]
+
+
 def brute_force_optimum(apps: list[App], nodes: list[Node]) -> float | None:
     """Least interference over every assignment of every replica (None if none is feasible)."""
     replica_apps = [app.index for app in apps for _ in range(app.replicas)]
@@ -117,17 +137,18 @@ def brute_force_optimum(apps: list[App], nodes: list[Node]) -> float | None:
         for app_index, node_index in zip(replica_apps, choice, strict=True):
             assignment[app_index].append(node_index)
         if feasible(apps, nodes, assignment):
-            score = sum_interference(apps, assignment)
+            score = pairwise_interference(apps, assignment)
             if best is None or score < best:
                 best = score
     return best
 
 
-SLOW = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Example counts keep the unit tier within seconds (make unit); the engine's own search tests go further.
+SLOW = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @SLOW
-@given(instances(capacity=True))
+@given(instances(max_replicas=7, capacity=True))
 def test_exact_optimum_with_capacity_limits(instance: tuple[list[dict[str, Any]], list[dict[str, Any]]]) -> None:
     raw_apps, raw_nodes = instance
     apps, nodes = parse_apps(raw_apps), parse_nodes(raw_nodes)
@@ -139,24 +160,26 @@ def test_exact_optimum_with_capacity_limits(instance: tuple[list[dict[str, Any]]
         return
     assert optimum is not None
     assert feasible(apps, nodes, plan.assignment)
+    assert abs(pairwise_interference(apps, plan.assignment) - optimum) <= 1e-6
     assert abs(plan.total_interference - optimum) <= 1e-6
     assert plan.proven_optimal
 
 
 @SLOW
-@given(instances(capacity=False))
+@given(instances(max_replicas=7, capacity=False))
 def test_exact_optimum_without_capacity_limits(instance: tuple[list[dict[str, Any]], list[dict[str, Any]]]) -> None:
     raw_apps, raw_nodes = instance
     apps, nodes = parse_apps(raw_apps), parse_nodes(raw_nodes)
     plan = place(raw_apps, raw_nodes)
     optimum = brute_force_optimum(apps, nodes)
     assert optimum is not None
+    assert abs(pairwise_interference(apps, plan.assignment) - optimum) <= 1e-6
     assert abs(plan.total_interference - optimum) <= 1e-6
     assert plan.total_interference >= plan.lower_bound - 1e-6
 
 
-@settings(max_examples=60, deadline=None)
-@given(instances(max_replicas=120, max_nodes=25, capacity=True))
+@settings(max_examples=20, deadline=None)
+@given(instances(max_replicas=60, max_nodes=12, capacity=True))
 def test_constraints_hold_and_output_is_deterministic(
     instance: tuple[list[dict[str, Any]], list[dict[str, Any]]],
 ) -> None:
@@ -171,20 +194,20 @@ def test_constraints_hold_and_output_is_deterministic(
     assert place(raw_apps, raw_nodes).assignment == plan.assignment
 
 
-@settings(max_examples=60, deadline=None)
-@given(instances(max_replicas=200, max_nodes=30, capacity=False), st.integers(0, 2**16))
-def test_never_worse_than_alternating_or_random(
+@settings(max_examples=25, deadline=None)
+@given(instances(max_replicas=100, max_nodes=20, capacity=False), st.integers(0, 2**16))
+def test_never_worse_than_random_placement(
     instance: tuple[list[dict[str, Any]], list[dict[str, Any]]], seed: int,
 ) -> None:
     raw_apps, raw_nodes = instance
     apps = parse_apps(raw_apps)
     plan = place(raw_apps, raw_nodes)
-    for baseline in (alternating_assignment(apps, len(raw_nodes)), random_assignment(apps, len(raw_nodes), seed)):
-        assert plan.total_interference <= sum_interference(apps, baseline) + EPSILON
+    baseline = random_assignment(apps, len(raw_nodes), seed)
+    assert pairwise_interference(apps, plan.assignment) <= pairwise_interference(apps, baseline) + EPSILON
 
 
-@settings(max_examples=80, deadline=None)
-@given(instances(max_replicas=300, max_nodes=40, capacity=False, one_hot=True))
+@settings(max_examples=40, deadline=None)
+@given(instances(max_replicas=150, max_nodes=30, capacity=False, one_hot=True))
 def test_one_hot_types_are_provably_optimal_when_capacity_does_not_bind(
     instance: tuple[list[dict[str, Any]], list[dict[str, Any]]],
 ) -> None:

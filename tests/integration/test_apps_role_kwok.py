@@ -25,9 +25,8 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.integration import kwok_extender_harness as kwok
-
-from .playbook_json import REPO, VENV_BIN, PlaybookRun, run_playbook
+from tests.support import kwok
+from tests.support.playbook_json import REPO, VENV_BIN, PlaybookRun, run_playbook
 
 pytestmark = [
     pytest.mark.cluster,

@@ -13,13 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ansible_collections.interference.orchestrator.plugins.module_utils.scheduler_extender import (
-    APP_LABEL,
-    GPU_MEMORY_LABEL,
-    TYPE_LABEL,
-    ZONE_LABEL,
-)
+from ansible_collections.interference.orchestrator.plugins.module_utils.contract import TYPE_LABEL
 from kubernetes import client
+
+from interference_extender.facts import APP_LABEL, GPU_MEMORY_LABEL, ZONE_LABEL
 
 _API = client.ApiClient()
 NODE_IMAGES = 8  # images a kubelet lists in status.images (kind nodes list about this many)

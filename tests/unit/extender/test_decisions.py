@@ -11,26 +11,21 @@ import json
 from typing import Any
 
 import pytest
+from ansible_collections.interference.orchestrator.plugins.module_utils.contract import PROFILE_ANNOTATION
 from ansible_collections.interference.orchestrator.plugins.module_utils.interference import dot, profile_for_type
-from ansible_collections.interference.orchestrator.plugins.module_utils.scheduler_extender import (
-    MAX_EXTENDER_PRIORITY,
-    MIN_EXTENDER_PRIORITY,
-    ExtenderConfigError,
-    ExtenderInputError,
-    ExtenderPolicy,
-    PodIndex,
-    ScoreWeights,
-    filter_nodes,
-    gpu_memory_bytes,
-    known_nodes_from,
-    parse_extender_args,
-    pod_facts,
-    policy_from_mapping,
-    prioritize_nodes,
-)
 from kubernetes import client
 
-from interference_extender.sample_objects import extender_args, make_node, make_pod, serialise
+from interference_extender.decisions import (
+    MAX_EXTENDER_PRIORITY,
+    MIN_EXTENDER_PRIORITY,
+    ExtenderInputError,
+    filter_nodes,
+    parse_extender_args,
+    prioritize_nodes,
+)
+from interference_extender.facts import PodIndex, gpu_memory_bytes, known_nodes_from, pod_facts
+from interference_extender.policy import ExtenderConfigError, ExtenderPolicy, ScoreWeights, policy_from_mapping
+from tests.support.k8s_objects import extender_args, make_node, make_pod, serialise
 
 MODES = pytest.mark.parametrize("cache", [False, True], ids=["full-node-list", "nodeCacheCapable"])
 
@@ -207,6 +202,36 @@ def test_interference_is_the_engines_dot_product_with_the_node() -> None:
     expected = dot(cpu, profile_for_type("cpu")) + dot(cpu, profile_for_type("memory")) + 0.5
     assert pods.interference(cpu, "a") == pytest.approx(expected)
     assert pods.interference(cpu, "elsewhere") == 0.0
+
+
+@MODES
+def test_profile_only_pods_are_scored_by_their_profile_annotation(cache: bool) -> None:
+    """A profile-only app's pods (type label `custom`) as the apps role writes them: the annotation decides."""
+    def custom(name: str, profile: str, node: str | None = None) -> client.V1Pod:
+        return make_pod(name, pod_type="custom", node_name=node, annotations={PROFILE_ANNOTATION: profile})
+
+    nodes = [make_node("a"), make_node("b"), make_node("c")]
+    pods = index_of(
+        custom("llc-heavy", '{"llc":1.0}', node="a"),
+        make_pod("c1", pod_type="cpu", node_name="b"),
+        make_pod("c2", pod_type="cpu", node_name="b"),
+    )
+    # Its own load on `a` counts against a typed pod too: none for cpu there.
+    assert scores(decide("prioritize", make_pod("new", pod_type="cpu"), nodes, cache, pods=pods)) == {
+        "a": MAX_EXTENDER_PRIORITY, "b": MIN_EXTENDER_PRIORITY, "c": MAX_EXTENDER_PRIORITY,
+    }
+    # A profile-only pod pressing on llc and cpu: a has llc 1, b cpu 2 x 0.5, c nothing.
+    new = custom("new-custom", '{"cpu":0.5,"llc":0.5}')
+    assert scores(decide("prioritize", new, nodes, cache, pods=pods)) == {
+        "a": 5, "b": MIN_EXTENDER_PRIORITY, "c": MAX_EXTENDER_PRIORITY,
+    }
+
+
+def test_a_pod_without_a_valid_profile_annotation_falls_back_to_its_type_label() -> None:
+    typed = make_pod("t", pod_type="memory", annotations={PROFILE_ANNOTATION: "not json"})
+    assert pod_facts(wire(serialise(typed))).profile == profile_for_type("memory")
+    custom = make_pod("u", annotations={PROFILE_ANNOTATION: '{"gpu": 1}'})
+    assert pod_facts(wire(serialise(custom))).profile is None
 
 
 def test_index_follows_updates_and_deletions() -> None:

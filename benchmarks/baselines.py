@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from .model import App
+from ansible_collections.interference.orchestrator.plugins.module_utils.model import App
 
 
 def alternating_assignment(apps: Sequence[App], node_count: int) -> list[list[int]]:

@@ -212,7 +212,7 @@ def metric(listen: str, name: str) -> float | None:
 
 def kwok_node(node: Any) -> dict[str, Any]:
     """A Node object for kwok-controller to play (the annotation hands it over)."""
-    from interference_extender.sample_objects import serialise
+    from tests.support.k8s_objects import serialise
 
     body: dict[str, Any] = serialise(node)
     body["metadata"].setdefault("annotations", {})["kwok.x-k8s.io/node"] = "fake"
@@ -238,7 +238,7 @@ def _ready(node: Any) -> bool:
 
 
 def create_pod(api: Any, pod: Any) -> None:
-    from interference_extender.sample_objects import serialise
+    from tests.support.k8s_objects import serialise
 
     body = serialise(pod)
     body.pop("status", None)
@@ -268,3 +268,19 @@ def write_scheduler_config(path: Path, kubeconfig: Path, profile: str, extender_
         config["extenders"] = [extender]
     path.write_text(json.dumps(config))
     return path
+
+
+def delete_pod(api: Any, name: str, namespace: str = "default") -> None:
+    """Delete a pod at once and wait until the API server no longer has it."""
+    from kubernetes.client.exceptions import ApiException
+
+    api.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
+
+    def gone() -> bool:
+        try:
+            api.read_namespaced_pod(name, namespace)
+        except ApiException as exc:
+            return exc.status == 404
+        return False
+
+    wait_for(f"pod {name} to be deleted", gone)

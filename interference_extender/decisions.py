@@ -1,0 +1,257 @@
+"""The extender's decisions: `filter` and `prioritize` over kube-scheduler's request bodies.
+
+kube-scheduler calls an extender over HTTP with the types of
+`k8s.io/kube-scheduler/extender/v1`. Those Go structs have no json tags, so the
+keys on the wire are the Go field names (`Pod`, `Nodes`, `NodeNames`, ...), and
+Go's decoder matches them case-insensitively; the Pod and Node objects inside
+use the usual camelCase API field names. This module turns such a body into
+decisions, with no HTTP and no Kubernetes client in it, so the tests and the
+benchmark call it directly and the service (`service.py`) is a thin shell
+around it.
+
+Interference is the placement engine's (`interference.dot` over the pods'
+profiles, see facts.py): the interference of a pod with a node is the dot
+product of its profile with the sum of the profiles of the pods already there,
+which equals the sum of the pairwise scores because `dot` is linear.
+
+Units: scores are kube-scheduler extender priorities, integers from
+MIN_EXTENDER_PRIORITY to MAX_EXTENDER_PRIORITY.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ansible_collections.interference.orchestrator.plugins.module_utils.errors import PlacementError
+from ansible_collections.interference.orchestrator.plugins.module_utils.model import GPU_RESOURCE
+
+from .facts import NodeFacts, PodFacts, PodIndex, field_of, node_facts, pod_facts
+from .policy import ExtenderPolicy
+
+MIN_EXTENDER_PRIORITY = 0
+MAX_EXTENDER_PRIORITY = 10
+
+
+class ExtenderInputError(PlacementError):
+    """The request body is not an ExtenderArgs; the message says which field is wrong."""
+
+
+# ---------------------------------------------------------------------------
+# The request
+
+
+@dataclass
+class ExtenderArgs:
+    """kube-scheduler's ExtenderArgs: the pod and its candidate nodes.
+
+    Exactly one of `nodes` (full Node objects, nodeCacheCapable: false) and
+    `node_names` (nodeCacheCapable: true) is set.
+    """
+
+    pod: Mapping[str, Any]
+    nodes: list[Mapping[str, Any]] | None
+    node_names: list[str] | None
+
+    @property
+    def node_cache_capable(self) -> bool:
+        """True when the scheduler sent names only (the extender knows the nodes)."""
+        return self.node_names is not None
+
+
+def parse_extender_args(body: object) -> ExtenderArgs:
+    """Validate a decoded request body as ExtenderArgs {Pod, Nodes, NodeNames}."""
+    if not isinstance(body, Mapping):
+        raise ExtenderInputError(f"ExtenderArgs must be a JSON object, got {type(body).__name__}")
+    pod = field_of(body, "Pod")
+    if not isinstance(pod, Mapping):
+        raise ExtenderInputError("ExtenderArgs.Pod must be a Pod object")
+    raw_names = field_of(body, "NodeNames")
+    raw_nodes = field_of(body, "Nodes")
+    if raw_names is not None:
+        if not isinstance(raw_names, list) or not all(isinstance(n, str) for n in raw_names):
+            raise ExtenderInputError("ExtenderArgs.NodeNames must be a list of node names")
+        return ExtenderArgs(pod=pod, nodes=None, node_names=raw_names)
+    if raw_nodes is None:
+        raise ExtenderInputError("ExtenderArgs has neither Nodes nor NodeNames")
+    if not isinstance(raw_nodes, Mapping):
+        raise ExtenderInputError("ExtenderArgs.Nodes must be a NodeList object")
+    items = field_of(raw_nodes, "items")
+    if items is None:
+        items = []  # Go encodes an empty NodeList's items as null
+    if not isinstance(items, list) or not all(isinstance(n, Mapping) for n in items):
+        raise ExtenderInputError("ExtenderArgs.Nodes.items must be a list of Node objects")
+    return ExtenderArgs(pod=pod, nodes=items, node_names=None)
+
+
+def _candidates(
+    args: ExtenderArgs, known_nodes: Mapping[str, NodeFacts]
+) -> list[tuple[str, NodeFacts | None, Mapping[str, Any] | None]]:
+    """(name, facts or None when unknown, the Node object sent) per candidate, in request order."""
+    if args.node_names is not None:
+        return [(name, known_nodes.get(name), None) for name in args.node_names]
+    result: list[tuple[str, NodeFacts | None, Mapping[str, Any] | None]] = []
+    for node in args.nodes or []:
+        facts = node_facts(node)
+        result.append((facts.name, facts, node))
+    return result
+
+
+UNKNOWN_NODE_REASON = "node {name} is not in the extender's view of the cluster (not watched yet, or deleted)"
+
+
+# ---------------------------------------------------------------------------
+# Filter
+
+
+def forbidden_neighbour(pod_type: str | None, types_on_node: Mapping[str, int], policy: ExtenderPolicy) -> str | None:
+    """The type already on the node that the hard rule forbids next to `pod_type`, or None."""
+    if not pod_type or not policy.forbidden_pairs:
+        return None
+    for other in sorted(types_on_node):
+        if types_on_node[other] > 0 and frozenset((pod_type, other)) in policy.forbidden_pairs:
+            return other
+    return None
+
+
+def reject_reason(
+    pod: PodFacts, name: str, facts: NodeFacts | None, pods: PodIndex, policy: ExtenderPolicy
+) -> tuple[str, bool] | None:
+    """Why `pod` may not run on node `name`, and whether preemption could change that; None if it may."""
+    if facts is None:
+        return UNKNOWN_NODE_REASON.format(name=name), True
+    if pod.gpus > 0 and facts.gpu_capacity <= 0:
+        return f"pod {pod.key} needs {pod.gpus} {GPU_RESOURCE}, node {name} has no {GPU_RESOURCE} capacity", False
+    other = forbidden_neighbour(pod.type_label, pods.types_on(name), policy)
+    if other is not None:
+        return (
+            f"pod {pod.key} of type {pod.type_label} may not share node {name} with pods of type {other} "
+            "(forbidden_pairs rule)"
+        ), True
+    return None
+
+
+def filter_nodes(
+    args: ExtenderArgs, pods: PodIndex, known_nodes: Mapping[str, NodeFacts], policy: ExtenderPolicy
+) -> dict[str, Any]:
+    """Answer a filter call: an ExtenderFilterResult with a reason per failed node.
+
+    Failures that preemption cannot fix (no GPU on the node) go to
+    FailedAndUnresolvableNodes; the rest (a forbidden neighbour, which evicting
+    it would fix; a node the extender does not know yet) to FailedNodes.
+    """
+    pod = pod_facts(args.pod)
+    passed_names: list[str] = []
+    passed_nodes: list[Mapping[str, Any]] = []
+    failed: dict[str, str] = {}
+    unresolvable: dict[str, str] = {}
+    ours = policy.decides_for(pod)
+    for name, facts, node in _candidates(args, known_nodes):
+        rejection = reject_reason(pod, name, facts, pods, policy) if ours else None
+        if rejection is not None:
+            reason, resolvable = rejection
+            (failed if resolvable else unresolvable)[name] = reason
+            continue
+        passed_names.append(name)
+        if node is not None:
+            passed_nodes.append(node)
+    return {
+        "Nodes": None if args.node_cache_capable else {"metadata": {}, "items": passed_nodes},
+        "NodeNames": passed_names if args.node_cache_capable else None,
+        "FailedNodes": failed,
+        "FailedAndUnresolvableNodes": unresolvable,
+        "Error": "",
+    }
+
+
+# ---------------------------------------------------------------------------
+# Prioritize
+
+
+def spread_scores(values: Sequence[float], higher_is_better: bool) -> list[float]:
+    """Map values to MIN..MAX_EXTENDER_PRIORITY linearly, best value -> MAX (all equal -> MAX)."""
+    if not values:
+        return []
+    low, high = min(values), max(values)
+    if high - low <= 1e-9:
+        return [float(MAX_EXTENDER_PRIORITY)] * len(values)
+    span = high - low
+    if higher_is_better:
+        return [MAX_EXTENDER_PRIORITY * (v - low) / span for v in values]
+    return [MAX_EXTENDER_PRIORITY * (high - v) / span for v in values]
+
+
+def _zone_counts(app_key: str, pods: PodIndex, zone_of: Mapping[str, str | None]) -> Counter[str | None]:
+    counts: Counter[str | None] = Counter()
+    for node, count in pods.app_nodes(app_key).items():
+        counts[zone_of.get(node)] += count
+    return counts
+
+
+def score_components(
+    args: ExtenderArgs, pods: PodIndex, known_nodes: Mapping[str, NodeFacts], policy: ExtenderPolicy
+) -> tuple[list[str], dict[str, list[float]]]:
+    """Candidate names and, per applicable component, a 0..10 score per candidate (floats).
+
+    A component applies when it can tell nodes apart for this pod: interference
+    when the pod has a profile, GPU memory for GPU pods, spot for pods that
+    tolerate interruption, zone spread for pods of an app when nodes have zones.
+    Unknown nodes (nodeCacheCapable mode) score the minimum in every component.
+    """
+    pod = pod_facts(args.pod)
+    candidates = _candidates(args, known_nodes)
+    names = [name for name, _, _ in candidates]
+    known = [facts is not None for _, facts, _ in candidates]
+    weights = policy.weights
+    components: dict[str, list[float]] = {}
+    if not policy.decides_for(pod):
+        return names, components
+
+    def known_only(values: list[float], higher_is_better: bool) -> list[float]:
+        kept = [v for v, ok in zip(values, known, strict=True) if ok]
+        scored = iter(spread_scores(kept, higher_is_better))
+        return [next(scored) if ok else float(MIN_EXTENDER_PRIORITY) for ok in known]
+
+    if weights.interference > 0 and pod.profile is not None:
+        profile = pod.profile
+        components["interference"] = known_only([pods.interference(profile, name) for name in names], False)
+    if weights.gpu_memory > 0 and pod.gpus > 0:
+        memory = [float((facts.gpu_memory_bytes or 0) if facts else 0) for _, facts, _ in candidates]
+        if any(memory):
+            components["gpu_memory"] = known_only(memory, True)
+    if weights.spot > 0 and pod.interruptible:
+        spot = [1.0 if facts is not None and facts.spot else 0.0 for _, facts, _ in candidates]
+        components["spot"] = known_only(spot, True)
+    if weights.zone_spread > 0 and pod.app_key is not None:
+        zone_of: dict[str, str | None] = {name: facts.zone for name, facts in known_nodes.items()}
+        zone_of.update({name: facts.zone for name, facts, _ in candidates if facts is not None})
+        if any(zone_of.get(name) for name in names):
+            counts = _zone_counts(pod.app_key, pods, zone_of)
+            components["zone_spread"] = known_only([float(counts[zone_of.get(name)]) for name in names], False)
+    return names, components
+
+
+def prioritize_nodes(
+    args: ExtenderArgs, pods: PodIndex, known_nodes: Mapping[str, NodeFacts], policy: ExtenderPolicy
+) -> list[dict[str, Any]]:
+    """Answer a prioritize call: a HostPriorityList [{Host, Score}], Score an integer 0..10.
+
+    The score is the weighted mean of the applicable components, rounded; a
+    pod no component applies to scores MIN on every node (no preference).
+    """
+    names, components = score_components(args, pods, known_nodes, policy)
+    weights = {name: getattr(policy.weights, name) for name in components}
+    total_weight = sum(weights.values())
+    result = []
+    for index, name in enumerate(names):
+        if total_weight <= 0:
+            score = MIN_EXTENDER_PRIORITY
+        else:
+            mean = sum(weights[c] * values[index] for c, values in components.items()) / total_weight
+            score = max(MIN_EXTENDER_PRIORITY, min(MAX_EXTENDER_PRIORITY, round(mean)))
+        result.append({"Host": name, "Score": score})
+    return result
+
+

@@ -1,0 +1,59 @@
+"""Filter plugin: the plan of plan_apps as the table the apps role prints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ansible_collections.interference.orchestrator.plugins.module_utils.apps_plan import placement_table as table
+
+DOCUMENTATION = r"""
+name: placement_table
+short_description: Print the result of interference.orchestrator.plan_apps as a table
+version_added: 0.2.0
+author: interference.orchestrator maintainers
+description:
+  - One row per app and node, columns C(APP), C(TYPE), C(NODE) and C(INTERFERENCE), aligned. INTERFERENCE is the sum
+    of the scores of the pairs the app forms with other apps on that node; 0 means no noisy neighbour.
+  - Apps left to the scheduler extender get one row saying which scheduler chooses their nodes.
+  - The last lines are the plan's warning, when there is one, and the total interference.
+positional: scheduler_name
+options:
+  _input:
+    description: The result of P(interference.orchestrator.plan_apps#filter).
+    type: dict
+    required: true
+  scheduler_name:
+    description: Name of the scheduler that places the apps left to the extender.
+    type: str
+    default: interference-scheduler
+"""
+
+EXAMPLES = r"""
+- name: Print the placement
+  ansible.builtin.debug:
+    msg: "{{ apps | interference.orchestrator.plan_apps(['worker1', 'worker2'])
+             | interference.orchestrator.placement_table }}"
+  vars:
+    apps:
+      - {name: c-ray, image: pts/c-ray, type: cpu}
+      - {name: mbw, image: pts/mbw, type: memory}
+"""
+
+RETURN = r"""
+_value:
+  description: The lines of the table, then the warning (if any) and the total interference.
+  type: list
+  elements: str
+"""
+
+
+def placement_table(plan: dict[str, Any], scheduler_name: str = "interference-scheduler") -> list[str]:
+    """Return the table lines of a plan_apps result."""
+    return table(plan, scheduler_name)
+
+
+class FilterModule:
+    """Ansible filter plugin entry point."""
+
+    def filters(self) -> dict[str, Any]:
+        return {"placement_table": placement_table}

@@ -1,0 +1,104 @@
+"""Filter plugin: the apps role's plan for one run (every app checked, pinned apps placed, facts per app)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ansible.utils.display import Display
+from ansible_collections.interference.orchestrator.plugins.module_utils.apps_plan import plan_apps as compute_plan
+from ansible_collections.interference.orchestrator.plugins.plugin_utils.placement_boundary import run_engine
+
+DOCUMENTATION = r"""
+name: plan_apps
+short_description: Check every app, place the pinned ones, and return the plan with its report in one call
+version_added: 0.2.0
+author: interference.orchestrator maintainers
+description:
+  - The one placement call of the apps role per run. It validates every app (an error names the app by its index
+    in the input and the field), places the apps whose C(scheduler) is not V(extender) as
+    P(interference.orchestrator.place#filter) does, and returns per app the facts the Deployment template and the
+    schedulers read, with the report of P(interference.orchestrator.placement_report#filter).
+  - C(profile_annotation) is the value of the pod annotation C(interference.orchestrator/profile), a JSON object
+    resource to pressure, the same for apps given by C(type) and by C(profile). The scheduler extender reads it.
+  - When the plan still has interference it emits a warning naming the colliding apps; O(strict=true) makes that an
+    error.
+positional: nodes
+options:
+  _input:
+    description: The apps, as for P(interference.orchestrator.place#filter); C(scheduler=extender) leaves an app to
+      the scheduler extender (checked, not placed).
+    type: list
+    elements: dict
+    required: true
+  nodes:
+    description: The nodes, as for P(interference.orchestrator.place#filter).
+    type: list
+    elements: raw
+    required: true
+  previous:
+    description: The current placement, app name to the list of its nodes; replicas that still fit stay.
+    type: dict
+  rebalance:
+    description: Ignore O(previous) and place every app afresh.
+    type: bool
+    default: false
+  strict:
+    description: Fail instead of warning when the plan still has interference.
+    type: bool
+    default: false
+"""
+
+EXAMPLES = r"""
+- name: Plan a CPU-bound app, a profile-only app and one left to the scheduler extender
+  ansible.builtin.set_fact:
+    apps_plan: "{{ apps | interference.orchestrator.plan_apps(['worker1', 'worker2']) }}"
+  vars:
+    apps:
+      - {name: c-ray, image: pts/c-ray, type: cpu, replicas: 2}
+      - {name: cache-heavy, image: pts/mbw, profile: {llc: 0.5, disk_io: 1}}
+      - {name: mbw, image: pts/mbw, type: memory, scheduler: extender}
+
+- name: Show where c-ray runs and what its pods will be annotated with
+  ansible.builtin.debug:
+    msg: "{{ apps_plan.apps[0].nodes }} {{ apps_plan.apps[0].profile_annotation }}"
+"""
+
+RETURN = r"""
+_value:
+  description: The plan of this run.
+  type: dict
+  contains:
+    apps:
+      description:
+        - One entry per app, in input order, with C(name); C(app), the input item as given; C(extender), true for an
+          app left to the scheduler extender; C(nodes), one node name per replica (empty for extender apps);
+          C(type_label), V(cpu), V(memory) or V(custom) for a profile-only app; C(profile), the non-zero pressures
+          by resource; C(profile_annotation), that profile as compact JSON.
+      type: list
+      elements: dict
+    report:
+      description: The report of the placed apps, as P(interference.orchestrator.placement_report#filter) returns it.
+      type: dict
+"""
+
+
+def plan_apps(
+    apps: list[dict[str, Any]],
+    nodes: list[Any],
+    previous: dict[str, Any] | None = None,
+    rebalance: bool = False,
+    strict: bool = False,
+) -> dict[str, Any]:
+    """Return {apps, report} for one run of the apps role."""
+    plan = run_engine(compute_plan, apps, nodes, previous=previous, rebalance=rebalance, strict=strict)
+    warning = plan["report"]["warning"]
+    if warning:
+        Display().warning(f"interference.orchestrator.plan_apps: {warning}")
+    return plan
+
+
+class FilterModule:
+    """Ansible filter plugin entry point."""
+
+    def filters(self) -> dict[str, Any]:
+        return {"plan_apps": plan_apps}

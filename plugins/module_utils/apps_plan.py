@@ -1,0 +1,112 @@
+"""The plan of one run of the apps role: every app checked, the pinned ones placed, one fact sheet per app.
+
+`plan_apps` is the only place the role computes a plan. It validates the whole
+app list first (so an error names the app by its index in `apps`, as the user
+wrote it), places the apps that are not left to the scheduler extender, and
+returns per app what the Deployment template and the schedulers need: its
+planned nodes, its type label and its profile, with the profile annotation
+exactly as the scheduler extender and the Go plugin read it (contract.py).
+
+`placement_table` turns that result into the lines the role prints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from .contract import profile_annotation, profile_mapping
+from .errors import InterferenceError
+from .model import App, parse_apps, parse_nodes
+from .placement import plan_placement
+
+# Value of an app's `scheduler` field that leaves it to the scheduler extender.
+EXTENDER = "extender"
+
+
+def _facts(item: Mapping[str, Any], app: App, nodes: list[str] | None) -> dict[str, Any]:
+    return {
+        "name": app.name,
+        "app": dict(item),
+        "extender": nodes is None,
+        "nodes": nodes or [],
+        "type_label": app.type_label,
+        "profile": profile_mapping(app.profile),
+        "profile_annotation": profile_annotation(app.profile),
+    }
+
+
+def plan_apps(
+    items: object, nodes: object, previous: object = None, rebalance: bool = False, strict: bool = False
+) -> dict[str, Any]:
+    """Check every app, place the pinned ones, and return the plan with its report.
+
+    Returns {apps: [...], report: {...}}. `apps` holds one entry per app in
+    input order: `name`, `app` (the input item as given), `extender` (true when
+    `scheduler: extender` leaves it to the scheduler extender), `nodes` (one
+    node name per replica; empty for extender apps), `type_label` (cpu, memory
+    or custom), `profile` ({resource: pressure}, non-zero pressures only) and
+    `profile_annotation` (that profile as the JSON of the pod annotation).
+    `report` is Plan.report() of the pinned apps (an empty plan when none).
+
+    Raises AppInputError / NodeInputError, UnschedulableError, and in strict
+    mode InterferenceError, as `placement.place` does.
+    """
+    apps = parse_apps(items)
+    node_list = parse_nodes(nodes)
+    raw = list(items) if isinstance(items, Sequence) else []
+    pinned = [app for app in apps if raw[app.index].get("scheduler") != EXTENDER]
+    # The engine indexes its apps 0..n-1; errors it raises name the app anyway.
+    plan = plan_placement(
+        [replace(app, index=position) for position, app in enumerate(pinned)],
+        node_list,
+        previous=previous,
+        rebalance=rebalance,
+    )
+    if strict:
+        warning = plan.warning()
+        if warning:
+            raise InterferenceError(f"strict placement: {warning}")
+    planned = {app.name: plan.node_names(position) for position, app in enumerate(pinned)}
+    return {
+        "apps": [_facts(raw[app.index], app, planned.get(app.name)) for app in apps],
+        "report": plan.report(),
+    }
+
+
+def _format_score(score: float) -> str:
+    return f"{score:g}"
+
+
+def placement_table(planned: Mapping[str, Any], scheduler_name: str) -> list[str]:
+    """The placement as printed by the apps role: a table APP TYPE NODE INTERFERENCE, then the totals.
+
+    One row per app and node; INTERFERENCE is the sum of the scores of the
+    pairs the app forms on that node (0: no noisy neighbour). Apps left to the
+    scheduler extender get one row naming `scheduler_name`. The last lines are
+    the plan's warning, when it has one, and its total interference (score).
+    """
+    report = planned.get("report") or {}
+    pairs = report.get("pairs") or []
+    rows = [["APP", "TYPE", "NODE", "INTERFERENCE"]]
+    entries = planned.get("apps") or []
+    for entry in entries:
+        if entry.get("extender"):
+            continue
+        name = entry["name"]
+        nodes = list(entry.get("nodes") or [])
+        for node in dict.fromkeys(nodes):
+            replicas = nodes.count(node)
+            score = sum(p["score"] for p in pairs if p["node"] == node and name in p["apps"])
+            where = f"{node} ({replicas} replicas)" if replicas > 1 else node
+            rows.append([name, entry["type_label"], where, _format_score(score)])
+    for entry in entries:
+        if entry.get("extender"):
+            rows.append([entry["name"], entry["type_label"], f"chosen by {scheduler_name}", "-"])
+    widths = [max(len(row[column]) for row in rows) for column in range(4)]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
+    if report.get("warning"):
+        lines.append(f"WARNING: {report['warning']}")
+    lines.append(f"Total interference: {_format_score(report.get('total_interference', 0))}")
+    return lines

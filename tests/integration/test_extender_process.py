@@ -1,0 +1,58 @@
+"""The extender's command line, `scripts/extender`, as a real process (no cluster).
+
+It starts without a kubeconfig and answers from the request alone, and it
+refuses a bad policy file with exit code 2 and the validator's message.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+from tests.support.k8s_objects import extender_args, make_node, make_pod
+from tests.support.kwok import REPO, free_port
+
+
+def test_scripts_extender_starts_without_a_cluster(tmp_path: Path) -> None:
+    port = free_port()
+    log = tmp_path / "extender.log"
+    with log.open("w") as out:
+        process = subprocess.Popen(
+            [str(REPO / "scripts" / "extender"), "--listen", f"127.0.0.1:{port}"],
+            stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+                conn.request("GET", "/healthz")
+                assert conn.getresponse().status == 200
+                break
+            except OSError:
+                assert process.poll() is None, log.read_text()
+                assert time.monotonic() < deadline, log.read_text()
+                time.sleep(0.2)
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        body = json.dumps(extender_args(make_pod("p", pod_type="cpu"), [make_node("a")], False))
+        conn.request("POST", "/prioritize", body=body)
+        assert json.loads(conn.getresponse().read()) == [{"Host": "a", "Score": 10}]
+    finally:
+        process.terminate()
+        assert process.wait(timeout=10) == 0
+    assert "no --kubeconfig: empty view of pods and nodes" in log.read_text()
+
+
+def test_scripts_extender_refuses_a_bad_policy(tmp_path: Path) -> None:
+    policy = tmp_path / "policy.yml"
+    policy.write_text("weights: {interference: -2}\n")
+    done = subprocess.run(
+        [str(REPO / "scripts" / "extender"), "--listen", "127.0.0.1:0", "--config", str(policy)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )
+    assert done.returncode == 2
+    assert "weights.interference must be a number >= 0" in done.stderr

@@ -1,0 +1,166 @@
+"""The filters the apps role calls once per run: plan_apps, placement_table, deployed_apps,
+placement_mismatches, natural_sort; imported by their collection path, as Ansible loads them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ansible.errors import AnsibleFilterError
+from ansible_collections.interference.orchestrator.plugins.filter.deployed_apps import deployed_apps
+from ansible_collections.interference.orchestrator.plugins.filter.natural_sort import natural_sort
+from ansible_collections.interference.orchestrator.plugins.filter.placement_mismatches import placement_mismatches
+from ansible_collections.interference.orchestrator.plugins.filter.placement_table import placement_table
+from ansible_collections.interference.orchestrator.plugins.filter.plan_apps import plan_apps
+
+from tests.support.playbook_json import REPO
+
+NODES = ["w1", "w2"]
+APPS: list[dict[str, Any]] = [
+    {"name": "c-ray", "image": "pts/c-ray", "type": "CPU", "replicas": 2},
+    {"name": "tuned", "image": "pts/mbw", "profile": {"llc": 0.5, "disk_io": 1}},
+    {"name": "mbw", "image": "pts/mbw", "type": "memory", "scheduler": "extender"},
+]
+
+
+def test_plan_apps_gives_each_app_its_nodes_type_label_and_profile() -> None:
+    plan = plan_apps(APPS, NODES)
+    by_name = {entry["name"]: entry for entry in plan["apps"]}
+    assert [entry["name"] for entry in plan["apps"]] == ["c-ray", "tuned", "mbw"]
+    assert by_name["c-ray"] == {
+        "name": "c-ray",
+        "app": APPS[0],
+        "extender": False,
+        "nodes": ["w1", "w2"],
+        "type_label": "cpu",
+        "profile": {"cpu": 1.0},
+        "profile_annotation": '{"cpu":1.0}',
+    }
+    assert by_name["tuned"]["type_label"] == "custom"
+    assert json.loads(by_name["tuned"]["profile_annotation"]) == {"llc": 0.5, "disk_io": 1.0}
+    assert by_name["mbw"]["extender"] is True
+    assert by_name["mbw"]["nodes"] == []
+    assert by_name["mbw"]["profile_annotation"] == '{"memory_bandwidth":1.0}'
+    assert [node["apps"] for node in plan["report"]["nodes"]] == [["c-ray", "tuned"], ["c-ray"]]
+
+
+def test_plan_apps_checks_extender_apps_and_names_the_index_in_the_input() -> None:
+    bad = [{"name": "ext", "image": "x", "type": "cpu", "scheduler": "extender"}, {"name": "bad", "image": "x"}]
+    with pytest.raises(AnsibleFilterError, match=r"^apps\[1\] \(bad\): field 'type': missing"):
+        plan_apps(bad, NODES)
+    with pytest.raises(AnsibleFilterError, match=r"^apps\[0\] \(ext\): field 'type': unknown type 'gpu'"):
+        plan_apps([{"name": "ext", "image": "x", "type": "gpu", "scheduler": "extender"}], NODES)
+
+
+def test_plan_apps_with_only_extender_apps_has_an_empty_report() -> None:
+    plan = plan_apps([APPS[2]], NODES)
+    assert plan["report"]["total_interference"] == 0
+    assert plan["report"]["pairs"] == []
+    assert plan["report"]["warning"] is None
+
+
+def test_plan_apps_strict_fails_on_unavoidable_interference() -> None:
+    crowded = [{"name": name, "image": "x", "type": "cpu"} for name in ("a", "b", "c")]
+    assert plan_apps(crowded, NODES)["report"]["warning"]
+    with pytest.raises(AnsibleFilterError, match=r"^strict placement: zero interference is impossible"):
+        plan_apps(crowded, NODES, strict=True)
+
+
+def test_placement_table_lines() -> None:
+    crowded: list[dict[str, Any]] = [
+        {"name": "a", "image": "x", "type": "cpu", "replicas": 2},
+        {"name": "b", "image": "x", "type": "cpu"},
+        {"name": "m", "image": "x", "type": "memory", "scheduler": "extender"},
+    ]
+    lines = placement_table(plan_apps(crowded, ["w1"]), "my-scheduler")
+    assert lines[:4] == [
+        "APP  TYPE    NODE                    INTERFERENCE",
+        "a    cpu     w1 (2 replicas)         3",
+        "b    cpu     w1                      2",
+        "m    memory  chosen by my-scheduler  -",
+    ]
+    assert lines[4].startswith("WARNING: zero interference is impossible with these nodes: total interference 3")
+    assert lines[5] == "Total interference: 3"
+
+
+def deployment(name: str, planned: str | None, item: str | None) -> dict[str, Any]:
+    annotations = {}
+    if planned is not None:
+        annotations["interference.orchestrator/planned-nodes"] = planned
+    if item is not None:
+        annotations["interference.orchestrator/app"] = item
+    return {"metadata": {"name": name, "annotations": annotations}}
+
+
+def test_deployed_apps_reads_previous_and_unlisted() -> None:
+    deployments = [
+        deployment("c-ray", "w1,gone", '{"name": "c-ray"}'),
+        deployment("old", "gone", '{"name": "old", "image": "x", "type": "cpu"}'),
+        deployment("ext", None, '{"name": "ext", "scheduler": "extender"}'),
+    ]
+    state = deployed_apps(deployments, NODES, ["c-ray", "ext"])
+    assert state == {
+        "managed": ["c-ray", "old", "ext"],
+        "previous": {"c-ray": ["w1"]},
+        "unlisted": [{"name": "old", "image": "x", "type": "cpu"}],
+    }
+
+
+def test_deployed_apps_bad_input_names_the_object_and_field() -> None:
+    with pytest.raises(AnsibleFilterError, match=r"^resources\[0\] \(old\): field "
+                       r"'metadata.annotations.interference.orchestrator/app': is not JSON"):
+        deployed_apps([deployment("old", None, "{oops")], NODES, [])
+    with pytest.raises(AnsibleFilterError, match=r"^resources\[1\]: field 'metadata': not a Kubernetes object"):
+        deployed_apps([deployment("a", None, None), {"kind": "Deployment"}], NODES, [])
+
+
+def pod(app: str, node: str | None, deleting: bool = False) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": f"{app}-x", "labels": {"app.kubernetes.io/name": app}}
+    if deleting:
+        metadata["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    return {"metadata": metadata, "spec": {"nodeName": node} if node else {}}
+
+
+def test_placement_mismatches_names_apps_off_their_plan() -> None:
+    plan = plan_apps(APPS, NODES)
+    right = [pod("c-ray", "w1"), pod("c-ray", "w2"), pod("tuned", "w1"), pod("mbw", "w2")]
+    assert placement_mismatches(right, plan) == []
+    assert placement_mismatches([*right, pod("tuned", "w2", deleting=True)], plan) == []
+    wrong = [pod("c-ray", "w1"), pod("c-ray", "w1"), pod("tuned", None)]
+    assert placement_mismatches(wrong, plan) == [
+        "c-ray: planned on w1, w2, runs on w1, w1",
+        "tuned: planned on w1, runs on no node",
+    ]
+    assert placement_mismatches([], plan) == [
+        "c-ray: planned on w1, w2, runs on no pod",
+        "tuned: planned on w1, runs on no pod",
+    ]
+
+
+def test_natural_sort_orders_as_kind_numbers_workers() -> None:
+    names = ["k-worker10", "k-worker2", "k-worker", "k-control-plane", "k-worker3"]
+    assert natural_sort(names) == ["k-control-plane", "k-worker", "k-worker2", "k-worker3", "k-worker10"]
+    with pytest.raises(AnsibleFilterError, match=r"^nodes: field 'names': must be a list of node names"):
+        natural_sort("k-worker")  # type: ignore[arg-type]
+
+
+def test_every_filter_is_documented_for_ansible_doc() -> None:
+    """`ansible-doc -t filter` reads DOCUMENTATION, EXAMPLES and RETURN of each filter."""
+    names = sorted(path.stem for path in (REPO / "plugins" / "filter").glob("*.py"))
+    proc = subprocess.run(
+        [str(Path(sys.executable).parent / "ansible-doc"), "-t", "filter", "--json",
+         *(f"interference.orchestrator.{name}" for name in names)],
+        capture_output=True, text=True, check=False, cwd=REPO, env={"ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
+                                                                    "PATH": str(Path(sys.executable).parent)},
+    )
+    assert proc.returncode == 0, proc.stderr
+    docs = json.loads(proc.stdout)
+    assert sorted(docs) == [f"interference.orchestrator.{name}" for name in names]
+    for name, doc in docs.items():
+        assert doc["doc"]["short_description"], name
+        assert doc["examples"].strip(), name
+        assert "_value" in doc["return"], name
