@@ -48,7 +48,7 @@ def resolve(tmp_path: Path, **extra: Any) -> tuple[str, str]:
         playbook_json.role_play(
             "cluster_provider",
             "image_source",
-            {"ansible.builtin.debug": {"msg": "{{ [cluster_image_source_resolved, cluster_image_source_reason] }}"}},
+            {"ansible.builtin.debug": {"msg": "{{ [cluster_provider_image_source, cluster_provider_image_source_reason] }}"}},
         ),
         {"cluster_provider_resolved": "kind", **extra},
     )
@@ -87,7 +87,9 @@ def test_outside_kind_images_come_from_the_registry_without_a_probe(tmp_path: Pa
     run = run_playbook(
         tmp_path,
         playbook_json.role_play(
-            "cluster_provider", "image_source", {"ansible.builtin.debug": {"msg": "{{ cluster_image_source_resolved }}"}}
+            "cluster_provider",
+            "image_source",
+            {"ansible.builtin.debug": {"msg": "{{ cluster_provider_image_source }}"}},
         ),
         {
             "cluster_provider_resolved": "existing",
@@ -106,7 +108,7 @@ def debian_refs(tmp_path: Path, **extra: Any) -> dict[str, str]:
         playbook_json.role_play(
             "pts_images", "tags", {"ansible.builtin.debug": {"msg": "{{ pts_images_refs | to_json }}"}}
         ),
-        {"cluster_image_source_resolved": "offline", **extra},
+        {"cluster_provider_image_source": "offline", **extra},
     )
     assert run.returncode == 0, run.report
     return dict(json.loads(run.messages()[-1]))
@@ -178,7 +180,7 @@ def test_monitoring_is_one_line_offline_and_touches_nothing(tmp_path: Path) -> N
                 "tasks": [{"ansible.builtin.include_role": {"name": "interference.orchestrator.monitoring"}}],
             }
         ],
-        {"cluster_provider_resolved": "kind", "cluster_image_source_resolved": "offline"},
+        {"cluster_provider_resolved": "kind", "cluster_provider_image_source": "offline"},
     )
     assert run.returncode == 0, run.report
     assert run.stats["changed"] == 0

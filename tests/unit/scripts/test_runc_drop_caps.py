@@ -18,12 +18,49 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[3]
 WRAPPER = REPO / "scripts" / "runc-drop-caps"
-CAPABILITY_NAMES = (
-    "CHOWN DAC_OVERRIDE DAC_READ_SEARCH FOWNER FSETID KILL SETGID SETUID SETPCAP LINUX_IMMUTABLE NET_BIND_SERVICE "
-    "NET_BROADCAST NET_ADMIN NET_RAW IPC_LOCK IPC_OWNER SYS_MODULE SYS_RAWIO SYS_CHROOT SYS_PTRACE SYS_PACCT SYS_ADMIN "
-    "SYS_BOOT SYS_NICE SYS_RESOURCE SYS_TIME SYS_TTY_CONFIG MKNOD LEASE AUDIT_WRITE AUDIT_CONTROL SETFCAP MAC_OVERRIDE "
-    "MAC_ADMIN SYSLOG WAKE_ALARM BLOCK_SUSPEND AUDIT_READ PERFMON BPF CHECKPOINT_RESTORE"
-).split()
+CAPABILITY_NAMES = [
+    "CHOWN",
+    "DAC_OVERRIDE",
+    "DAC_READ_SEARCH",
+    "FOWNER",
+    "FSETID",
+    "KILL",
+    "SETGID",
+    "SETUID",
+    "SETPCAP",
+    "LINUX_IMMUTABLE",
+    "NET_BIND_SERVICE",
+    "NET_BROADCAST",
+    "NET_ADMIN",
+    "NET_RAW",
+    "IPC_LOCK",
+    "IPC_OWNER",
+    "SYS_MODULE",
+    "SYS_RAWIO",
+    "SYS_CHROOT",
+    "SYS_PTRACE",
+    "SYS_PACCT",
+    "SYS_ADMIN",
+    "SYS_BOOT",
+    "SYS_NICE",
+    "SYS_RESOURCE",
+    "SYS_TIME",
+    "SYS_TTY_CONFIG",
+    "MKNOD",
+    "LEASE",
+    "AUDIT_WRITE",
+    "AUDIT_CONTROL",
+    "SETFCAP",
+    "MAC_OVERRIDE",
+    "MAC_ADMIN",
+    "SYSLOG",
+    "WAKE_ALARM",
+    "BLOCK_SUSPEND",
+    "AUDIT_READ",
+    "PERFMON",
+    "BPF",
+    "CHECKPOINT_RESTORE",
+]
 ALL = [f"CAP_{name}" for name in CAPABILITY_NAMES]
 
 pytestmark = pytest.mark.skipif(shutil.which("jq") is None, reason="jq is not installed (the wrapper needs it)")
@@ -42,8 +79,8 @@ def fake_runc(tmp_path: Path) -> Path:
     runc.write_text(
         "#!/bin/sh\n"
         f'printf "%s\\n" "$@" > {tmp_path}/args\n'
-        f'[ -f bundle/config.json ] && cp bundle/config.json {tmp_path}/seen-config.json\n'
-        f'[ -f process.json ] && cp process.json {tmp_path}/seen-process.json\n'
+        f"[ -f bundle/config.json ] && cp bundle/config.json {tmp_path}/seen-config.json\n"
+        f"[ -f process.json ] && cp process.json {tmp_path}/seen-process.json\n"
         "exit 0\n"
     )
     runc.chmod(0o755)
@@ -58,8 +95,10 @@ def run(tmp_path: Path, fake_runc: Path, *args: str) -> list[str]:
 
 
 def privileged_process() -> dict[str, object]:
-    return {"args": ["/sbin/init"], "capabilities": {kind: list(ALL) for kind in
-                                                    ("bounding", "effective", "permitted", "inheritable")}}
+    return {
+        "args": ["/sbin/init"],
+        "capabilities": {kind: list(ALL) for kind in ("bounding", "effective", "permitted", "inheritable")},
+    }
 
 
 def test_create_drops_exactly_what_the_bounding_set_lacks(tmp_path: Path, fake_runc: Path) -> None:
