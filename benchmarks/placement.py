@@ -67,6 +67,49 @@ def make_apps(count: int, seed: int) -> list[dict[str, Any]]:
     return apps
 
 
+def make_heterogeneous(app_count: int, node_count: int, seed: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """A heterogeneous instance where capacity binds: (apps, nodes).
+
+    Nodes: with 20 nodes, half 8 CPU / 32Gi and half 2 CPU / 8Gi (the
+    operator's cluster); larger clusters cycle through 16, 8, 4 and 2 CPU
+    (4Gi of memory per CPU). Apps: 40% `type: cpu`, 40% `type: memory`, 20%
+    mixed profiles over llc, memory_bandwidth and cpu. CPU requests of sizes
+    1:2:4:8 scaled to add up to about 80% of the cluster's CPU (millicores);
+    memory requests of 1:2:4 parts scaled to about 50% of its memory (bytes).
+    """
+    rng = random.Random(seed)
+    sizes = [8, 2] if node_count <= 20 else [16, 8, 4, 2]
+    node_cpus = [sizes[index % len(sizes)] for index in range(node_count)]
+    nodes = [
+        {"name": f"node-{index}", "labels": {"size": f"{cpus}cpu"},
+         "allocatable": {"cpu": str(cpus), "memory": f"{cpus * 4}Gi", "pods": "110"}}
+        for index, cpus in enumerate(node_cpus)
+    ]
+    cpu_weights = [rng.choice([1, 2, 4, 8]) for _ in range(app_count)]
+    memory_weights = [rng.choice([1, 2, 4]) for _ in range(app_count)]
+    cpu_unit = sum(node_cpus) * 1000 * 0.8 / sum(cpu_weights)
+    memory_unit = sum(node_cpus) * 4 * 1024 * 0.5 / sum(memory_weights)
+    apps = []
+    for index in range(app_count):
+        item: dict[str, Any] = {"name": f"app-{index}", "image": "pts/c-ray"}
+        draw = rng.random()
+        if draw < 0.4:
+            item["type"] = "cpu"
+        elif draw < 0.8:
+            item["type"] = "memory"
+        else:
+            item["profile"] = {
+                "cpu": rng.choice([0.2, 0.5, 0.8]),
+                "llc": rng.choice([0.3, 0.6]),
+                "memory_bandwidth": rng.choice([0.0, 0.4]),
+            }
+        millicores = max(10, int(cpu_weights[index] * cpu_unit) // 10 * 10)
+        item["resources"] = {"requests": {"cpu": f"{millicores}m",
+                                          "memory": f"{max(16, int(memory_weights[index] * memory_unit))}Mi"}}
+        apps.append(item)
+    return apps, nodes
+
+
 def make_nodes(count: int, apps: list[dict[str, Any]], tight: bool) -> list[dict[str, Any]]:
     if tight:
         requested = sum(parse_quantity(a.get("resources", {}).get("requests", {}).get("cpu", "0")) for a in apps)
