@@ -45,9 +45,6 @@ from .model import App, Node, parse_apps, parse_nodes
 EXACT_SEARCH_MAX_REPLICAS = 16
 EXACT_SEARCH_BUDGET = 200_000
 LOCAL_SEARCH_MAX_PASSES = 50
-# A local-search probe gives up after this many cheaper nodes refused the
-# replica (capacity, spread): see _NodeClass.best.
-LOCAL_SEARCH_PATIENCE = 32
 
 # Annealing budget, in proposed moves, for search_effort 1: ANNEAL_MOVES
 # spread over the movable replicas, but at least ANNEAL_MIN_PER_REPLICA and at
@@ -323,18 +320,12 @@ class _NodeClass:
             self.heap = [e for e in self.heap if e[4] == self.latest[e[3]]]
             heapq.heapify(self.heap)
 
-    def best(
-        self, state: _State, app: App, exclude: int = -1, below: float = math.inf, patience: int | None = None,
-    ) -> int | None:
+    def best(self, state: _State, app: App, exclude: int = -1, below: float = math.inf) -> int | None:
         """Cheapest node that can take one more replica of `app` now (not `exclude`).
 
         With `below`, only nodes whose marginal cost is under it are of interest:
         the search stops at the first entry at or above it (an entry's key never
         overstates the node's current key, so nothing cheaper is left behind).
-        With `patience`, it also gives up (None) after that many cheaper nodes
-        turned the replica down: when capacity binds, most cheap nodes are full
-        for a big request, and scanning them all on every local-search probe
-        made the search O(nodes) per replica.
         """
         heap = self.heap
         for parked, request in ((self.parked_cpu, app.cpu_millicores), (self.parked_memory, app.memory_bytes)):
@@ -344,10 +335,7 @@ class _NodeClass:
                     heapq.heappush(heap, self.entry(state, node_index))
         aside = []
         chosen = None
-        refused = 0
         while heap and heap[0][0] < below:
-            if patience is not None and refused >= patience:
-                break
             entry = heapq.heappop(heap)
             node_index, version = entry[3], entry[4]
             if version != self.latest[node_index]:
@@ -359,7 +347,6 @@ class _NodeClass:
             if node_index != exclude and reason is None:
                 chosen = entry
                 break
-            refused += 1
             node = state.nodes[node_index]
             if reason == "insufficient cpu" and node.cpu_millicores is not None:
                 heapq.heappush(self.parked_cpu, (state.cpu[node_index] - node.cpu_millicores, node_index, version))
@@ -448,7 +435,7 @@ class _Engine:
                 current = assignment[app_index][position]
                 staying = state.marginal(app.profile, current) - self_weight[app_index]
                 target = self.classes[self.class_of_app[app_index]].best(
-                    state, app, exclude=current, below=round(staying - EPSILON, 9), patience=LOCAL_SEARCH_PATIENCE
+                    state, app, exclude=current, below=round(staying - EPSILON, 9)
                 )
                 if target is not None and state.marginal(app.profile, target) < staying - EPSILON:
                     self.remove(app, current)
