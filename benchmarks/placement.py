@@ -1,16 +1,26 @@
 #!/usr/bin/env python3
-"""Placement benchmark: our engine against the seed's alternating policy and random placement.
+"""Placement benchmark: our engine against a reference search, the seed's alternating policy and random placement.
 
-Not a test: it prints one table, measured side by side in one run, for
-100 apps x 10 nodes, 1,000 x 100 and 10,000 x 1,000. Apps are 45% `cpu`,
-45% `memory` and 10% mixed pressure profiles; 30% carry resource requests.
-"roomy" nodes are big enough that capacity never binds (the lower bound is
-then the yardstick); "tight" nodes hold about 1.25x the requested cpu.
+Not a test: it prints two tables, measured side by side in one run.
+
+homogeneous: 100 apps x 10 nodes, 1,000 x 100 and 10,000 x 1,000 equal
+nodes. Apps are 45% `cpu`, 45% `memory` and 10% mixed pressure profiles; 30%
+carry resource requests. "roomy" nodes are big enough that capacity never
+binds (the lower bound is then the yardstick); "tight" nodes hold about 1.25x
+the requested cpu.
+
+heterogeneous: 80 x 20 and 200 x 20 (three instances each; half the nodes
+8 CPU, half 2 CPU), 2,000 x 200 and 10,000 x 1,000 (16, 8, 4 and 2 CPU
+nodes); 40% `cpu`, 40% `memory`, 20% mixed profiles; CPU requests of varied
+sizes adding up to 80% of the cluster (see make_heterogeneous). The extra row
+"reference" is benchmarks/reference_search.py, an independent simulated
+annealing given ten times the engine's move budget.
 
 Columns: wall time (median of --repeat runs, input validation included),
 peak memory of the call (tracemalloc, a separate run so tracing does not
-distort the time), total interference (score), the lower bound, and the gap
-to it. Usage: python benchmarks/placement.py [--repeat 3] [--max-apps 10000]
+distort the time), total interference (score), the lower bound, the gap to
+it, and the distance to the reference search's plan ("vs ref").
+Usage: python benchmarks/placement.py [--repeat 3] [--max-apps 10000] [--part heterogeneous]
 """
 
 from __future__ import annotations
@@ -34,14 +44,19 @@ from ansible_collections.interference.orchestrator.plugins.module_utils.baseline
 )
 from ansible_collections.interference.orchestrator.plugins.module_utils.model import (
     parse_apps,
+    parse_nodes,
     parse_quantity,
 )
 from ansible_collections.interference.orchestrator.plugins.module_utils.placement import (
+    anneal_budget,
     place,
     sum_interference,
 )
+from reference_search import plan_score, reference_search  # benchmarks/, the script's own folder
 
 SIZES = [(100, 10), (1_000, 100), (10_000, 1_000)]
+# (apps, nodes, instance seeds): the operator's 80 x 20 and 200 x 20 clusters, then larger ones.
+HETEROGENEOUS_SIZES = [(80, 20, (1, 2, 3)), (200, 20, (1, 2, 3)), (2_000, 200, (1,)), (10_000, 1_000, (1,))]
 
 
 def make_apps(count: int, seed: int) -> list[dict[str, Any]]:
@@ -137,15 +152,21 @@ def peak_bytes(function: Any) -> int:
     return peak
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--max-apps", type=int, default=10_000)
-    args = parser.parse_args()
-    parse_quantity("1")  # import the kubernetes client outside the timings
+def print_row(label: str, name: str, figures: tuple[float, int | None, float], bound: float, *,
+              reference: float | None = None) -> None:
+    """One table row; figures = (seconds, peak bytes or None, interference score); bound is a score."""
+    seconds, peak, score = figures
+    gap = f"{(score - bound) / bound * 100:.2f}%" if bound else "-"
+    vs_reference = f"{(score - reference) / reference * 100:+.2f}%" if reference else "-"
+    memory = f"{peak / 2**20:>7.1f}MB" if peak is not None else f"{'-':>9}"
+    print(f"{label:<22} {name:<12} {seconds * 1000:>9.1f}ms {memory} "
+          f"{score:>13.1f} {bound:>10.1f} {gap:>8} {vs_reference:>9}", flush=True)
 
-    header = (f"{'instance':<22} {'policy':<12} {'time':>9} {'peak mem':>9} "
-              f"{'interference':>13} {'lower bnd':>10} {'gap':>7}")
+
+def homogeneous(args: argparse.Namespace) -> None:
+    """Equal nodes, roomy or tight: the engine against the lower bound."""
+    header = (f"{'instance':<22} {'policy':<12} {'time':>11} {'peak mem':>9} "
+              f"{'interference':>13} {'lower bnd':>10} {'gap':>8} {'vs ref':>9}")
     print(header)
     print("-" * len(header))
     for app_count, node_count in SIZES:
@@ -160,16 +181,69 @@ def main() -> None:
             ours = functools.partial(place, raw_apps, raw_nodes)
             seconds, plan = timed(ours, args.repeat)
             bound = plan.lower_bound
-            rows = [("engine", seconds, peak_bytes(ours), plan.total_interference)]
+            print_row(label, "engine", (seconds, peak_bytes(ours), plan.total_interference), bound)
             for name, policy in (("alternating", alternating_assignment), ("random", random_assignment)):
                 run_policy = functools.partial(policy, apps, node_count)
                 policy_seconds, assignment = timed(run_policy, args.repeat)
-                rows.append((name, policy_seconds, peak_bytes(run_policy), sum_interference(apps, assignment)))
-            for name, row_seconds, row_peak, score in rows:
-                gap = f"{(score - bound) / bound * 100:.2f}%" if bound else "-"
-                print(f"{label:<22} {name:<12} {row_seconds * 1000:>7.1f}ms {row_peak / 2**20:>7.1f}MB "
-                      f"{score:>13.1f} {bound:>10.1f} {gap:>7}")
+                score = sum_interference(apps, assignment)
+                print_row(label, name, (policy_seconds, peak_bytes(run_policy), score), bound)
             print(f"{'':<22} engine: {plan.method}, proven optimal: {plan.proven_optimal}")
+
+
+def heterogeneous(args: argparse.Namespace) -> None:
+    """Nodes of different sizes with binding requests: engine, reference search, alternating, random.
+
+    The reference search (benchmarks/reference_search.py) gets ten times the
+    engine's annealing budget. "vs ref" is each plan's distance to it. The
+    alternating and random policies ignore requests, so their plans overload
+    nodes: they are what was done before, not feasible alternatives.
+    """
+    header = (f"{'instance':<22} {'policy':<12} {'time':>11} {'peak mem':>9} "
+              f"{'interference':>13} {'lower bnd':>10} {'gap':>8} {'vs ref':>9}")
+    print(header)
+    print("-" * len(header))
+    for app_count, node_count, seeds in HETEROGENEOUS_SIZES:
+        if app_count > args.max_apps:
+            continue
+        for seed in seeds:
+            raw_apps, raw_nodes = make_heterogeneous(app_count, node_count, seed)
+            apps, nodes = parse_apps(raw_apps), parse_nodes(raw_nodes)
+            label = f"{app_count}x{node_count} het #{seed}"
+            ours = functools.partial(place, raw_apps, raw_nodes)
+            seconds, plan = timed(ours, args.repeat)
+            bound = plan.lower_bound
+            moves = 10 * anneal_budget(app_count, 1.0, math.inf, 0.0)
+            start = time.perf_counter()
+            reference_plan = reference_search(apps, nodes, moves)
+            reference_seconds = time.perf_counter() - start
+            reference = plan_score(apps, reference_plan, node_count)
+            reference_peak = None
+            if app_count <= args.reference_memory_max:
+                reference_peak = peak_bytes(functools.partial(reference_search, apps, nodes, moves))
+            print_row(label, "engine", (seconds, peak_bytes(ours), plan.total_interference), bound, reference=reference)
+            print_row(label, "reference", (reference_seconds, reference_peak, reference), bound, reference=reference)
+            for name, policy in (("alternating", alternating_assignment), ("random", random_assignment)):
+                run_policy = functools.partial(policy, apps, node_count)
+                policy_seconds, assignment = timed(run_policy, args.repeat)
+                score = sum_interference(apps, assignment)
+                print_row(label, name, (policy_seconds, peak_bytes(run_policy), score), bound, reference=reference)
+            print(f"{'':<22} engine: {plan.method}; reference: {moves:,} moves", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--max-apps", type=int, default=10_000)
+    parser.add_argument("--part", choices=["homogeneous", "heterogeneous", "all"], default="all")
+    parser.add_argument("--reference-memory-max", type=int, default=2_000,
+                        help="trace the reference search's memory (a second, slower run) up to this many apps")
+    args = parser.parse_args()
+    parse_quantity("1")  # import the kubernetes client outside the timings
+    if args.part in ("homogeneous", "all"):
+        homogeneous(args)
+    if args.part in ("heterogeneous", "all"):
+        print()
+        heterogeneous(args)
 
 
 if __name__ == "__main__":

@@ -61,7 +61,7 @@ ANNEAL_END_TEMPERATURE = 0.02
 ANNEAL_COOLING_STEP = 1000
 # Share of proposals that swap with a resident of the target node even when a
 # plain relocation would fit (a relocation that does not fit always tries one).
-ANNEAL_SWAP_SHARE = 0.5
+ANNEAL_SWAP_SHARE = 0.2
 ANNEAL_SEED = 13
 # The annealing is skipped when the local-search plan is within this fraction
 # of the lower bound (divided by search_effort): it could gain at most that.
