@@ -131,6 +131,19 @@ class Plan:
             f"{shown}{more}"
         )
 
+    def gap(self) -> float | None:
+        """How far above the lower bound the plan is, as a fraction of the bound (0.02 = 2%).
+
+        An upper bound on the distance to the optimum. 0 when the plan meets
+        the bound; None when the bound is 0 but the plan is not (no ratio).
+        """
+        excess = max(0.0, self.total_interference - self.lower_bound)
+        if excess <= EPSILON:
+            return 0.0
+        if self.lower_bound <= EPSILON:
+            return None
+        return round(excess / self.lower_bound, 6)
+
     def report(self) -> dict[str, Any]:
         """Plain-data summary: scores, bound, per-node residents, interfering pairs."""
         per_node: dict[str, list[str]] = {node.name: [] for node in self.nodes}
@@ -145,6 +158,7 @@ class Plan:
             "total_interference": round(self.total_interference, 6),
             "lower_bound": round(self.lower_bound, 6),
             "proven_optimal": self.proven_optimal,
+            "gap": self.gap(),
             "method": self.method,
             "nodes": [
                 {"name": name, "apps": residents, "interference": round(node_scores[name], 6)}
@@ -542,27 +556,44 @@ class _Engine:
         current = best = state.interference
         undo = array("l")  # (replica, node it left) for every move since the best plan
         accepted = 0
+        swap_share, epsilon, cooling_step = ANNEAL_SWAP_SHARE, EPSILON, ANNEAL_COOLING_STEP
+        next_cooling = cooling_step
+        # Per app, what a proposal reads: profile id, requests, eligible nodes, spread cap.
+        info = [
+            (app_profile[i], req_cpu[i], req_memory[i], req_gpus[i], eligible[i], max_per_node[i])
+            for i in range(len(apps))
+        ]
         for step in range(moves):
-            if step % ANNEAL_COOLING_STEP == 0 and step:
+            if step == next_cooling:
                 temperature *= cooling
+                next_cooling += cooling_step
             replica = int(draw() * count)
             app_index = replica_app[replica]
+            profile, request_cpu, request_memory, request_gpus, targets, cap = info[app_index]
             source = node_of[replica]
-            targets = eligible[app_index]
             target = targets[int(draw() * len(targets))]
             if target == source:
                 continue
-            profile = app_profile[app_index]
             load_source, load_target = load[source], load[target]
             partner = -1
-            fits = (
-                pods[target] < cap_pods[target]
-                and cpu[target] + req_cpu[app_index] <= cap_cpu[target]
-                and memory[target] + req_memory[app_index] <= cap_memory[target]
-                and gpus[target] + req_gpus[app_index] <= cap_gpus[target]
-                and app_count[target].get(app_index, 0) < max_per_node[app_index]
-            )
-            if not fits or draw() < ANNEAL_SWAP_SHARE:
+            if draw() >= swap_share:
+                # A relocation, priced first: most are uphill and turned down before any capacity check.
+                delta = self_weight[profile]
+                for dim, value in entries[profile]:
+                    delta += value * (load_target[dim] - load_source[dim])
+                if delta > epsilon and draw() >= exp(-delta / temperature):
+                    continue
+                fits = (
+                    pods[target] < cap_pods[target]
+                    and cpu[target] + request_cpu <= cap_cpu[target]
+                    and memory[target] + request_memory <= cap_memory[target]
+                    and gpus[target] + request_gpus <= cap_gpus[target]
+                    and app_count[target].get(app_index, 0) < cap
+                )
+            else:
+                fits = False
+            if not fits:
+                # A swap with a resident of the target: what frees room once capacity binds.
                 residents = members[target]
                 if not residents:
                     continue
@@ -570,32 +601,28 @@ class _Engine:
                 other_app = replica_app[partner]
                 if other_app == app_index:
                     continue
+                other, other_cpu, other_memory, other_gpus, _, other_cap = info[other_app]
                 other_set = eligible_set[other_app]
                 if other_set is not None and source not in other_set:
                     continue
                 if (
-                    cpu[target] - req_cpu[other_app] + req_cpu[app_index] > cap_cpu[target]
-                    or cpu[source] - req_cpu[app_index] + req_cpu[other_app] > cap_cpu[source]
-                    or memory[target] - req_memory[other_app] + req_memory[app_index] > cap_memory[target]
-                    or memory[source] - req_memory[app_index] + req_memory[other_app] > cap_memory[source]
-                    or gpus[target] - req_gpus[other_app] + req_gpus[app_index] > cap_gpus[target]
-                    or gpus[source] - req_gpus[app_index] + req_gpus[other_app] > cap_gpus[source]
-                    or app_count[target].get(app_index, 0) >= max_per_node[app_index]
-                    or app_count[source].get(other_app, 0) >= max_per_node[other_app]
+                    cpu[target] - other_cpu + request_cpu > cap_cpu[target]
+                    or cpu[source] - request_cpu + other_cpu > cap_cpu[source]
+                    or memory[target] - other_memory + request_memory > cap_memory[target]
+                    or memory[source] - request_memory + other_memory > cap_memory[source]
+                    or gpus[target] - other_gpus + request_gpus > cap_gpus[target]
+                    or gpus[source] - request_gpus + other_gpus > cap_gpus[source]
+                    or app_count[target].get(app_index, 0) >= cap
+                    or app_count[source].get(other_app, 0) >= other_cap
                 ):
                     continue
-                other = app_profile[other_app]
                 delta = self_weight[profile] + self_weight[other] - 2 * cross[profile][other]
                 for dim, value in entries[profile]:
                     delta += value * (load_target[dim] - load_source[dim])
                 for dim, value in entries[other]:
                     delta += value * (load_source[dim] - load_target[dim])
-            else:
-                delta = self_weight[profile]
-                for dim, value in entries[profile]:
-                    delta += value * (load_target[dim] - load_source[dim])
-            if delta > EPSILON and draw() >= exp(-delta / temperature):
-                continue
+                if delta > epsilon and draw() >= exp(-delta / temperature):
+                    continue
             relocate(replica, target)
             undo.append(replica)
             undo.append(source)
@@ -605,7 +632,7 @@ class _Engine:
                 undo.append(target)
             accepted += 1
             current += delta
-            if current < best - EPSILON:
+            if current < best - epsilon:
                 best = current
                 del undo[:]
         # Back to the best plan seen: undo the moves made since, newest first.
