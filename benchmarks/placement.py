@@ -209,7 +209,7 @@ def heterogeneous(args: argparse.Namespace) -> None:
     print(header)
     print("-" * len(header))
     for app_count, node_count, seeds in HETEROGENEOUS_SIZES:
-        if app_count > args.max_apps:
+        if app_count > args.max_apps or app_count < args.min_apps:
             continue
         for seed in seeds:
             raw_apps, raw_nodes = make_heterogeneous(app_count, node_count, seed)
@@ -238,6 +238,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--max-apps", type=int, default=10_000)
+    parser.add_argument("--min-apps", type=int, default=0, help="heterogeneous part: skip smaller instances")
     parser.add_argument("--part", choices=["homogeneous", "heterogeneous", "all"], default="all")
     parser.add_argument("--reference-memory-max", type=int, default=2_000,
                         help="trace the reference search's memory (a second, slower run) up to this many apps")

@@ -131,8 +131,11 @@ def reference_search(apps: Sequence[App], nodes: Sequence[Node], moves: int, see
     # Objective up to a constant: half the sum over nodes of |load|^2.
     current = sum(sq(row) for row in load) / 2
     best, best_nodes = current, list(node_of)
+    temperature = start_temperature
+    cooling = (end_temperature / start_temperature) ** (1000 / max(1, moves))
     for step in range(moves):
-        temperature = start_temperature * (end_temperature / start_temperature) ** (step / max(1, moves))
+        if step % 1000 == 999:
+            temperature *= cooling  # geometric, in steps of 1,000 moves
         replica = rng.randrange(total)
         app = apps[replica_app[replica]]
         source = node_of[replica]

@@ -18,10 +18,32 @@ How it searches:
    across nodes, which is optimal when capacity does not bind; the plan then
    meets the lower bound and is reported as proven optimal.
 3. Local search: single-replica moves that strictly lower interference, until
-   none is left.
-4. Exact search: when the plan is not proven optimal and the instance is
-   small, a depth-first branch and bound (with symmetry breaking over identical
-   empty nodes) finds the true optimum within a fixed budget of search nodes.
+   none is left. A node that turns a replica down for lack of cpu or memory is
+   parked out of the heap until a smaller request asks, so steps 2 and 3 stay
+   O(log N) per replica when capacity binds.
+4. Annealing: when capacity binds on nodes of different sizes, the greedy plan
+   strands big requests on small nodes and no single move fits any more. Unless
+   the plan is already within ANNEAL_SKIP_GAP / search_effort of the bound (the
+   one-hot fast path, proven by the bound, never gets here), simulated
+   annealing proposes relocations and swaps (a replica trades nodes with a
+   resident of the target): each proposal is checked against every hard
+   constraint before it is priced (requests, pods, GPUs, selectors, pins,
+   spread; replicas kept from `previous` never move), worse plans are taken
+   with probability exp(-delta / T) as T cools, plans of equal score always,
+   and the best plan seen is restored at the end. The budget is a number of
+   proposed moves derived from the instance size (ANNEAL_MOVES spread over the
+   movable replicas, 100 to 1,000 per replica) times `search_effort`; with a
+   fixed seed, the same input gives the same plan on any machine. Measured
+   against a plain descent over the same moves and against relocations only,
+   it was as good or slightly better (benchmarks/placement.py figures in the
+   README).
+5. Exact search: when the plan is not proven optimal and the instance is
+   small (up to 16 replicas to place: the annealing is skipped there), a
+   depth-first branch and bound (with symmetry breaking over identical empty
+   nodes) finds the true optimum within a fixed budget of search nodes.
+
+The report gives the method that ran (greedy, greedy+local-search,
+greedy+local-search+annealing, exact), the lower bound and the gap to it.
 """
 
 from __future__ import annotations
