@@ -212,6 +212,8 @@ def heterogeneous(args: argparse.Namespace) -> None:
         if app_count > args.max_apps or app_count < args.min_apps:
             continue
         for seed in seeds:
+            if args.seeds and seed not in args.seeds:
+                continue
             raw_apps, raw_nodes = make_heterogeneous(app_count, node_count, seed)
             apps, nodes = parse_apps(raw_apps), parse_nodes(raw_nodes)
             label = f"{app_count}x{node_count} het #{seed}"
@@ -239,6 +241,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--max-apps", type=int, default=10_000)
     parser.add_argument("--min-apps", type=int, default=0, help="heterogeneous part: skip smaller instances")
+    parser.add_argument("--seeds", type=int, nargs="*", help="heterogeneous part: only these instance seeds")
     parser.add_argument("--part", choices=["homogeneous", "heterogeneous", "all"], default="all")
     parser.add_argument("--reference-memory-max", type=int, default=2_000,
                         help="trace the reference search's memory (a second, slower run) up to this many apps")
