@@ -35,6 +35,13 @@ options:
     description: Ignore O(previous).
     type: bool
     default: false
+  search_effort:
+    description:
+      - Trades time for plan quality, as for P(interference.orchestrator.place#filter); pass the same value to
+        both so the report explains the plan that is applied.
+      - V(0) turns the annealing off; V(10) searches about ten times as long. Never depends on a clock.
+    type: float
+    default: 1.0
 """
 
 EXAMPLES = r"""
@@ -62,8 +69,17 @@ _value:
     proven_optimal:
       description: True when the plan is known to be a minimum (it meets the bound, or the exact search finished).
       type: bool
+    gap:
+      description:
+        - How far above RV(_value.lower_bound) the plan is, as a fraction of it (V(0.02) is 2%); an upper bound on
+          the distance to the optimum. V(0) when the plan meets the bound; null when the bound is 0 and the plan
+          is not.
+      type: float
     method:
-      description: How the plan was found (V(greedy), V(greedy+local-search) or V(exact)).
+      description:
+        - How the plan was found. V(greedy) (it met the bound at once), V(greedy+local-search) (single-replica
+          moves after it), V(greedy+local-search+annealing) (then simulated annealing over relocations and swaps,
+          see O(search_effort)) or V(exact) (branch and bound finished: optimal).
       type: str
     nodes:
       description: Per node, in input order, its C(name), the C(apps) placed there (one entry per replica) and its
@@ -93,9 +109,12 @@ def placement_report(
     nodes: list[Any],
     previous: dict[str, Any] | None = None,
     rebalance: bool = False,
+    search_effort: float = 1.0,
 ) -> dict[str, Any]:
     """Return the report of the plan `place` computes for the same input."""
-    return run_engine(compute_placement, apps, nodes, previous=previous, rebalance=rebalance).report()
+    return run_engine(
+        compute_placement, apps, nodes, previous=previous, rebalance=rebalance, search_effort=search_effort
+    ).report()
 
 
 class FilterModule:

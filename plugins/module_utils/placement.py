@@ -18,10 +18,32 @@ How it searches:
    across nodes, which is optimal when capacity does not bind; the plan then
    meets the lower bound and is reported as proven optimal.
 3. Local search: single-replica moves that strictly lower interference, until
-   none is left.
-4. Exact search: when the plan is not proven optimal and the instance is
-   small, a depth-first branch and bound (with symmetry breaking over identical
-   empty nodes) finds the true optimum within a fixed budget of search nodes.
+   none is left. A node that turns a replica down for lack of cpu or memory is
+   parked out of the heap until a smaller request asks, so steps 2 and 3 stay
+   O(log N) per replica when capacity binds.
+4. Annealing: when capacity binds on nodes of different sizes, the greedy plan
+   strands big requests on small nodes and no single move fits any more. Unless
+   the plan is already within ANNEAL_SKIP_GAP / search_effort of the bound (the
+   one-hot fast path, proven by the bound, never gets here), simulated
+   annealing proposes relocations and swaps (a replica trades nodes with a
+   resident of the target): each proposal is checked against every hard
+   constraint before it is priced (requests, pods, GPUs, selectors, pins,
+   spread; replicas kept from `previous` never move), worse plans are taken
+   with probability exp(-delta / T) as T cools, plans of equal score always,
+   and the best plan seen is restored at the end. The budget is a number of
+   proposed moves derived from the instance size (ANNEAL_MOVES spread over the
+   movable replicas, 100 to 1,000 per replica) times `search_effort`; with a
+   fixed seed, the same input gives the same plan on any machine. Measured
+   against a plain descent over the same moves and against relocations only,
+   it was as good or slightly better (benchmarks/placement.py figures in the
+   README).
+5. Exact search: when the plan is not proven optimal and the instance is
+   small (up to 16 replicas to place: the annealing is skipped there), a
+   depth-first branch and bound (with symmetry breaking over identical empty
+   nodes) finds the true optimum within a fixed budget of search nodes.
+
+The report gives the method that ran (greedy, greedy+local-search,
+greedy+local-search+annealing, exact), the lower bound and the gap to it.
 """
 
 from __future__ import annotations
@@ -29,11 +51,13 @@ from __future__ import annotations
 import functools
 import heapq
 import math
+import random
+from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import AppInputError, InterferenceError, UnschedulableError
+from .errors import AppInputError, InputError, InterferenceError, UnschedulableError
 from .interference import EPSILON, Profile, dot, interference_lower_bound, pair_reason
 from .model import App, Node, parse_apps, parse_nodes
 
@@ -43,6 +67,27 @@ from .model import App, Node, parse_apps, parse_nodes
 EXACT_SEARCH_MAX_REPLICAS = 16
 EXACT_SEARCH_BUDGET = 200_000
 LOCAL_SEARCH_MAX_PASSES = 50
+
+# Annealing budget, in proposed moves, for search_effort 1: ANNEAL_MOVES
+# spread over the movable replicas, but at least ANNEAL_MIN_PER_REPLICA and at
+# most ANNEAL_MAX_PER_REPLICA moves per replica (small instances get searched
+# thoroughly, 10,000 replicas still finish in seconds).
+ANNEAL_MOVES = 200_000
+ANNEAL_MIN_PER_REPLICA = 100
+ANNEAL_MAX_PER_REPLICA = 1000
+# Temperatures, as multiples of the mean self-weight |p|^2 of the movable
+# replicas (the score one more identical neighbour costs): a move that adds
+# that much is taken half the time at the start and almost never at the end.
+ANNEAL_START_TEMPERATURE = 1.5
+ANNEAL_END_TEMPERATURE = 0.02
+ANNEAL_COOLING_STEP = 1000
+# Share of proposals that swap with a resident of the target node even when a
+# plain relocation would fit (a relocation that does not fit always tries one).
+ANNEAL_SWAP_SHARE = 0.2
+ANNEAL_SEED = 13
+# The annealing is skipped when the local-search plan is within this fraction
+# of the lower bound (divided by search_effort): it could gain at most that.
+ANNEAL_SKIP_GAP = 0.01
 
 
 @dataclass
@@ -108,6 +153,19 @@ class Plan:
             f"{shown}{more}"
         )
 
+    def gap(self) -> float | None:
+        """How far above the lower bound the plan is, as a fraction of the bound (0.02 = 2%).
+
+        An upper bound on the distance to the optimum. 0 when the plan meets
+        the bound; None when the bound is 0 but the plan is not (no ratio).
+        """
+        excess = max(0.0, self.total_interference - self.lower_bound)
+        if excess <= EPSILON:
+            return 0.0
+        if self.lower_bound <= EPSILON:
+            return None
+        return round(excess / self.lower_bound, 6)
+
     def report(self) -> dict[str, Any]:
         """Plain-data summary: scores, bound, per-node residents, interfering pairs."""
         per_node: dict[str, list[str]] = {node.name: [] for node in self.nodes}
@@ -122,6 +180,7 @@ class Plan:
             "total_interference": round(self.total_interference, 6),
             "lower_bound": round(self.lower_bound, 6),
             "proven_optimal": self.proven_optimal,
+            "gap": self.gap(),
             "method": self.method,
             "nodes": [
                 {"name": name, "apps": residents, "interference": round(node_scores[name], 6)}
@@ -260,12 +319,22 @@ class _NodeClass:
     (profiles are non-negative, and load and pod count grow), so an outdated
     entry is re-filed when it reaches the top instead of on every change. Only
     a removal, which can lower a key, pushes a new entry at once.
+
+    A node that turns a replica down for lack of cpu (or memory) is parked
+    aside, keyed by what it had free, instead of going back into the heap:
+    when capacity binds, cheap nodes that are full for big requests would
+    otherwise be popped and pushed back on every query (O(nodes) each). It
+    comes back once a replica with a request no larger than that asks; a
+    removal files the node anew at once, which supersedes the parked entry.
     """
 
     def __init__(self, profile: Profile, eligible: list[int], state: _State) -> None:
         self.profile = profile
         self.eligible = eligible
         self.latest: dict[int, int] = {}  # node index -> version of its newest entry
+        # (-free millicores or bytes when parked, node index, version of the entry)
+        self.parked_cpu: list[tuple[int, int, int]] = []
+        self.parked_memory: list[tuple[int, int, int]] = []
         self.heap = [self.entry(state, n) for n in eligible]
         heapq.heapify(self.heap)
 
@@ -294,9 +363,14 @@ class _NodeClass:
         the search stops at the first entry at or above it (an entry's key never
         overstates the node's current key, so nothing cheaper is left behind).
         """
+        heap = self.heap
+        for parked, request in ((self.parked_cpu, app.cpu_millicores), (self.parked_memory, app.memory_bytes)):
+            while parked and -parked[0][0] >= request:
+                _, node_index, version = heapq.heappop(parked)
+                if version == self.latest[node_index]:  # else a removal filed the node anew
+                    heapq.heappush(heap, self.entry(state, node_index))
         aside = []
         chosen = None
-        heap = self.heap
         while heap and heap[0][0] < below:
             entry = heapq.heappop(heap)
             node_index, version = entry[3], entry[4]
@@ -305,10 +379,16 @@ class _NodeClass:
             if version != state.version[node_index]:
                 heapq.heappush(heap, self.entry(state, node_index))  # only grew since: re-file
                 continue
-            if node_index != exclude and state.reject_reason(app, node_index) is None:
+            reason = None if node_index == exclude else state.reject_reason(app, node_index)
+            if node_index != exclude and reason is None:
                 chosen = entry
                 break
-            if not state.full(node_index):
+            node = state.nodes[node_index]
+            if reason == "insufficient cpu" and node.cpu_millicores is not None:
+                heapq.heappush(self.parked_cpu, (state.cpu[node_index] - node.cpu_millicores, node_index, version))
+            elif reason == "insufficient memory" and node.memory_bytes is not None:
+                heapq.heappush(self.parked_memory, (state.memory[node_index] - node.memory_bytes, node_index, version))
+            elif not state.full(node_index):
                 aside.append(entry)
             # A full node drops out until a replica leaves it (remove() files it again).
         for entry in aside:
@@ -400,6 +480,190 @@ class _Engine:
                     improved = True
             if not improved:
                 return
+
+    def anneal(self, movable: list[tuple[int, int]], assignment: list[list[int]], moves: int, seed: int) -> int:
+        """Simulated annealing over relocations and swaps of the `movable` replicas, from the current plan.
+
+        `moves` is the number of proposed moves (the budget: counted, never
+        timed, so the same input gives the same plan on any machine); `seed`
+        seeds the move choice. Every proposal is checked against every hard
+        constraint before it is priced, so the plan is feasible at every step.
+        Worse plans are accepted with probability exp(-delta / T) while the
+        temperature T cools geometrically; plans of equal score always are,
+        which lets a full node trade a big request for small ones at no cost
+        (what single moves cannot do once capacity binds). The best plan seen
+        is restored at the end (an undo log of the moves since it). Updates
+        `assignment` and the state in place; returns the moves accepted.
+        """
+        state = self.state
+        apps = self.apps
+        count = len(movable)
+        if count == 0 or moves <= 0 or len(self.nodes) < 2:
+            return 0
+        # Plain arrays and locals: this loop is the engine's hot path.
+        profile_ids: dict[Profile, int] = {}
+        app_profile = [profile_ids.setdefault(app.profile, len(profile_ids)) for app in apps]
+        profiles = list(profile_ids)
+        entries = [sparse(p) for p in profiles]
+        self_weight = [dot(p, p) for p in profiles]
+        cross = [[dot(p, q) for q in profiles] for p in profiles]
+        big = 1 << 62
+        cap_cpu = [big if n.cpu_millicores is None else n.cpu_millicores for n in self.nodes]
+        cap_memory = [big if n.memory_bytes is None else n.memory_bytes for n in self.nodes]
+        cap_pods = [big if n.pods is None else n.pods for n in self.nodes]
+        cap_gpus = [n.gpus for n in self.nodes]
+        req_cpu = [app.cpu_millicores for app in apps]
+        req_memory = [app.memory_bytes for app in apps]
+        req_gpus = [app.gpus for app in apps]
+        node_count = len(self.nodes)
+        eligible = self.eligible
+        # Membership test for swaps: None where every node is eligible.
+        eligible_sets: dict[int, set[int] | None] = {}
+        for nodes_of_app in eligible:
+            if id(nodes_of_app) not in eligible_sets:
+                eligible_sets[id(nodes_of_app)] = None if len(nodes_of_app) == node_count else set(nodes_of_app)
+        eligible_set = [eligible_sets[id(nodes_of_app)] for nodes_of_app in eligible]
+        max_per_node = state.max_per_node
+        load, cpu, memory, pods, gpus, app_count = (
+            state.load, state.cpu, state.memory, state.pods, state.gpus, state.app_count
+        )
+        replica_app = [app_index for app_index, _ in movable]
+        node_of = [assignment[app_index][position] for app_index, position in movable]
+        members: list[list[int]] = [[] for _ in self.nodes]
+        slot = [0] * count
+        for replica, node_index in enumerate(node_of):
+            slot[replica] = len(members[node_index])
+            members[node_index].append(replica)
+
+        def relocate(replica: int, target: int) -> None:
+            app_index = replica_app[replica]
+            source = node_of[replica]
+            for dim, value in entries[app_profile[app_index]]:
+                load[source][dim] -= value
+                load[target][dim] += value
+            request_cpu, request_memory, request_gpus = req_cpu[app_index], req_memory[app_index], req_gpus[app_index]
+            cpu[source] -= request_cpu
+            cpu[target] += request_cpu
+            memory[source] -= request_memory
+            memory[target] += request_memory
+            gpus[source] -= request_gpus
+            gpus[target] += request_gpus
+            pods[source] -= 1
+            pods[target] += 1
+            counts = app_count[source]
+            counts[app_index] -= 1
+            if not counts[app_index]:
+                del counts[app_index]
+            counts = app_count[target]
+            counts[app_index] = counts.get(app_index, 0) + 1
+            # Swap-remove from the source's member list, append to the target's.
+            residents = members[source]
+            last = residents.pop()
+            if last != replica:
+                residents[slot[replica]] = last
+                slot[last] = slot[replica]
+            slot[replica] = len(members[target])
+            members[target].append(replica)
+            node_of[replica] = target
+
+        scale = sum(self_weight[app_profile[app_index]] for app_index in replica_app) / count
+        if scale <= EPSILON:
+            return 0
+        temperature = ANNEAL_START_TEMPERATURE * scale
+        steps = max(1, moves // ANNEAL_COOLING_STEP)
+        cooling = (ANNEAL_END_TEMPERATURE / ANNEAL_START_TEMPERATURE) ** (1.0 / steps)
+        rng = random.Random(seed)
+        draw = rng.random
+        exp = math.exp
+        current = best = state.interference
+        undo = array("l")  # (replica, node it left) for every move since the best plan
+        accepted = 0
+        swap_share, epsilon, cooling_step = ANNEAL_SWAP_SHARE, EPSILON, ANNEAL_COOLING_STEP
+        next_cooling = cooling_step
+        # Per app, what a proposal reads: profile id, requests, eligible nodes, spread cap.
+        info = [
+            (app_profile[i], req_cpu[i], req_memory[i], req_gpus[i], eligible[i], max_per_node[i])
+            for i in range(len(apps))
+        ]
+        for step in range(moves):
+            if step == next_cooling:
+                temperature *= cooling
+                next_cooling += cooling_step
+            replica = int(draw() * count)
+            app_index = replica_app[replica]
+            profile, request_cpu, request_memory, request_gpus, targets, cap = info[app_index]
+            source = node_of[replica]
+            target = targets[int(draw() * len(targets))]
+            if target == source:
+                continue
+            load_source, load_target = load[source], load[target]
+            partner = -1
+            if draw() >= swap_share:
+                # A relocation, priced first: most are uphill and turned down before any capacity check.
+                delta = self_weight[profile]
+                for dim, value in entries[profile]:
+                    delta += value * (load_target[dim] - load_source[dim])
+                if delta > epsilon and draw() >= exp(-delta / temperature):
+                    continue
+                fits = (
+                    pods[target] < cap_pods[target]
+                    and cpu[target] + request_cpu <= cap_cpu[target]
+                    and memory[target] + request_memory <= cap_memory[target]
+                    and gpus[target] + request_gpus <= cap_gpus[target]
+                    and app_count[target].get(app_index, 0) < cap
+                )
+            else:
+                fits = False
+            if not fits:
+                # A swap with a resident of the target: what frees room once capacity binds.
+                residents = members[target]
+                if not residents:
+                    continue
+                partner = residents[int(draw() * len(residents))]
+                other_app = replica_app[partner]
+                if other_app == app_index:
+                    continue
+                other, other_cpu, other_memory, other_gpus, _, other_cap = info[other_app]
+                other_set = eligible_set[other_app]
+                if other_set is not None and source not in other_set:
+                    continue
+                if (
+                    cpu[target] - other_cpu + request_cpu > cap_cpu[target]
+                    or cpu[source] - request_cpu + other_cpu > cap_cpu[source]
+                    or memory[target] - other_memory + request_memory > cap_memory[target]
+                    or memory[source] - request_memory + other_memory > cap_memory[source]
+                    or gpus[target] - other_gpus + request_gpus > cap_gpus[target]
+                    or gpus[source] - request_gpus + other_gpus > cap_gpus[source]
+                    or app_count[target].get(app_index, 0) >= cap
+                    or app_count[source].get(other_app, 0) >= other_cap
+                ):
+                    continue
+                delta = self_weight[profile] + self_weight[other] - 2 * cross[profile][other]
+                for dim, value in entries[profile]:
+                    delta += value * (load_target[dim] - load_source[dim])
+                for dim, value in entries[other]:
+                    delta += value * (load_source[dim] - load_target[dim])
+                if delta > epsilon and draw() >= exp(-delta / temperature):
+                    continue
+            relocate(replica, target)
+            undo.append(replica)
+            undo.append(source)
+            if partner >= 0:
+                relocate(partner, source)
+                undo.append(partner)
+                undo.append(target)
+            accepted += 1
+            current += delta
+            if current < best - epsilon:
+                best = current
+                del undo[:]
+        # Back to the best plan seen: undo the moves made since, newest first.
+        for position in range(len(undo) - 2, -1, -2):
+            relocate(undo[position], undo[position + 1])
+        for replica, (app_index, position) in enumerate(movable):
+            assignment[app_index][position] = node_of[replica]
+        state.interference = sum_interference(apps, assignment)
+        return accepted
 
     def exact(self, replicas: list[int], incumbent: float) -> tuple[bool, list[int] | None]:
         """Branch and bound over `replicas` (placed on top of the current state).
@@ -529,8 +793,41 @@ def _placement_order(engine: _Engine, app: App) -> tuple[Any, ...]:
     )
 
 
-def plan_placement(apps: list[App], nodes: list[Node], previous: object = None, rebalance: bool = False) -> Plan:
-    """Compute the placement of validated apps on validated nodes (see module doc)."""
+def check_search_effort(search_effort: object) -> float:
+    """Validate `search_effort` (a number from 0 to 100) and return it as a float."""
+    if isinstance(search_effort, bool) or not isinstance(search_effort, (int, float)):
+        raise InputError(None, None, "search_effort", f"must be a number from 0 to 100, got {search_effort!r}")
+    if not 0 <= search_effort <= 100:
+        raise InputError(None, None, "search_effort", f"must be a number from 0 to 100, got {search_effort!r}")
+    return float(search_effort)
+
+
+def anneal_budget(movable: int, search_effort: float, score: float, lower_bound: float) -> int:
+    """Proposed moves the annealing gets (0: skipped), from the instance size, never from a clock.
+
+    `movable` counts the replicas the search may move; `score` and
+    `lower_bound` are the local-search plan's interference and the bound
+    (scores). Skipped when the plan is already within ANNEAL_SKIP_GAP /
+    search_effort of the bound: there is at most that much left to gain.
+    """
+    if search_effort <= 0 or movable < 2:
+        return 0
+    if score - lower_bound <= ANNEAL_SKIP_GAP / search_effort * lower_bound + EPSILON:
+        return 0
+    moves = min(max(ANNEAL_MOVES, ANNEAL_MIN_PER_REPLICA * movable), ANNEAL_MAX_PER_REPLICA * movable)
+    return int(search_effort * moves)
+
+
+def plan_placement(
+    apps: list[App], nodes: list[Node], previous: object = None, rebalance: bool = False,
+    search_effort: float = 1.0,
+) -> Plan:
+    """Compute the placement of validated apps on validated nodes (see module doc).
+
+    `search_effort` scales the annealing budget (0 turns it off; 1 is the
+    default; 10 searches ten times as long).
+    """
+    search_effort = check_search_effort(search_effort)
     _check_pins(apps, nodes)
     previous_nodes = {} if rebalance else _previous_nodes(previous, apps, nodes)
     engine = _Engine(apps, nodes)
@@ -572,6 +869,11 @@ def plan_placement(apps: list[App], nodes: list[Node], previous: object = None, 
         engine.local_search(movable, assignment)
         method = "greedy+local-search"
         proven = state.interference <= lower_bound + EPSILON
+        moves = anneal_budget(len(movable), search_effort, state.interference, lower_bound)
+        if not proven and moves and len(free) > EXACT_SEARCH_MAX_REPLICAS:  # else the exact search follows
+            engine.anneal(movable, assignment, moves, ANNEAL_SEED)
+            method = "greedy+local-search+annealing"
+            proven = state.interference <= lower_bound + EPSILON
     if not proven and len(free) <= EXACT_SEARCH_MAX_REPLICAS:
         # Take the heuristic plan off (keeping fixed replicas), search, then
         # put back whichever plan wins.
@@ -612,8 +914,14 @@ def plan_placement(apps: list[App], nodes: list[Node], previous: object = None, 
     )
 
 
-def place(apps: object, nodes: object, previous: object = None, rebalance: bool = False, strict: bool = False) -> Plan:
+def place(
+    apps: object, nodes: object, previous: object = None, rebalance: bool = False, strict: bool = False, *,
+    search_effort: object = 1.0,
+) -> Plan:
     """Validate raw apps and nodes (plain data) and compute their placement.
+
+    `search_effort` (0 to 100, default 1) trades time for plan quality: it
+    multiplies the annealing's move budget (see plan_placement).
 
     Raises AppInputError / NodeInputError on bad input, UnschedulableError when
     an app fits no node, and InterferenceError in strict mode when the plan
@@ -621,7 +929,8 @@ def place(apps: object, nodes: object, previous: object = None, rebalance: bool 
     """
     app_list = parse_apps(apps)
     node_list = parse_nodes(nodes)
-    plan = plan_placement(app_list, node_list, previous=previous, rebalance=rebalance)
+    effort = check_search_effort(search_effort)
+    plan = plan_placement(app_list, node_list, previous=previous, rebalance=rebalance, search_effort=effort)
     if strict:
         warning = plan.warning()
         if warning:
