@@ -9,7 +9,7 @@ TOOLS_BIN := $(CURDIR)/.cache/bin
 export PATH := $(TOOLS_BIN):$(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: setup tools site test unit lint molecule bench teardown clean
+.PHONY: setup tools site test unit go-test lint molecule bench teardown clean
 
 setup: $(VENV)/.installed  ## Create .venv with the pinned Python dependencies
 
@@ -41,7 +41,10 @@ unit: setup  ## pytest: engine, filters through ansible-playbook, role templates
 molecule: setup tools  ## molecule test on the real control plane (kwok)
 	$(BIN)/molecule test
 
-test: setup tools lint unit molecule  ## Everything CI runs
+go-test:  ## go vet and go test of the kube-scheduler plugins (scheduler-plugins/)
+	cd scheduler-plugins && CGO_ENABLED=0 GOFLAGS=-mod=mod go vet ./... && CGO_ENABLED=0 GOFLAGS=-mod=mod go test ./...
+
+test: setup tools lint unit go-test molecule  ## Everything CI runs
 
 bench: setup  ## Placement benchmark (figures for the README)
 	$(BIN)/python benchmarks/placement.py

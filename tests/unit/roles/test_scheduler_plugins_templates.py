@@ -154,7 +154,8 @@ def test_rbac_is_least_privilege(manifests: list[dict[str, Any]]) -> None:
     assert ("events.k8s.io", "events", "create") in granted
     assert ("storage.k8s.io", "csinodes", "list") in granted
     assert not any(resource in {"leases", "secrets", "configmaps"} for _, resource, _ in granted)
-    assert not any(verb in {"create", "update", "patch", "delete"} and resource == "nodes" for _, resource, verb in granted)
+    writes = {"create", "update", "patch", "delete"}
+    assert not any(verb in writes and resource == "nodes" for _, resource, verb in granted)
     lease = by_kind(manifests, "Role", "gpu-scheduler-leader-election")
     assert lease["metadata"]["namespace"] == "kube-system"
     named = [rule for rule in lease["rules"] if rule.get("resourceNames")]
