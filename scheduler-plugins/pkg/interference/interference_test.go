@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
@@ -184,7 +183,7 @@ func TestScoreSeesAssumedPods(t *testing.T) {
 // be in the NodeInfo; it does not interfere with itself.
 func TestScoreIgnoresThePodItself(t *testing.T) {
 	pl := newPlugin(t, "")
-	pod := st.MakePod().Namespace("default").Name("p").UID(types.UID("p")).Label("interference.orchestrator/type", "cpu").Obj()
+	pod := st.MakePod().Namespace("default").Name("p").UID("p").Label("interference.orchestrator/type", "cpu").Obj()
 	nodeInfo := framework.NewNodeInfo(pod)
 	nodeInfo.SetNode(st.MakeNode().Name("a").Obj())
 	cycle := framework.NewCycleState()

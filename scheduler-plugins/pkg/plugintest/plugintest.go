@@ -16,6 +16,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultbinder"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/queuesort"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	"k8s.io/kubernetes/pkg/scheduler/metrics"
 )
 
 // Cluster is a framework with one plugin enabled at every extension point
@@ -29,6 +30,8 @@ type Cluster struct {
 // New builds the framework. args may be nil (plugin defaults).
 func New(t *testing.T, name string, factory frameworkruntime.PluginFactory, args runtime.Object, pods []*v1.Pod, nodes []*v1.Node) *Cluster {
 	t.Helper()
+	// The framework records plugin metrics; the scheduler registers them at start.
+	metrics.Register()
 	registry := frameworkruntime.Registry{
 		queuesort.Name:     queuesort.New,
 		defaultbinder.Name: defaultbinder.New,
