@@ -127,6 +127,8 @@ def test_an_owners_pods_spread_over_zones(setup: Setup) -> None:
     ])
     plugins.create_namespace(setup.api, "zone")
     template = plugins.pod_body("unused", group, SCHEDULER, labels={"app": "web"}, requests={"cpu": "100m"})
+    for pod_only in ("apiVersion", "kind"):
+        del template[pod_only]
     del template["metadata"]["name"]
     setup.apps().create_namespaced_replica_set("zone", {
         "apiVersion": "apps/v1",
