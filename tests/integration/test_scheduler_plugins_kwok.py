@@ -88,10 +88,11 @@ def test_gpu_pods_get_gpu_nodes_with_the_most_memory_and_others_stay_off(setup: 
         plugins.pod_body(f"trainer-{i}", group, SCHEDULER, requests={"cpu": "100m", "nvidia.com/gpu": "1"})
         for i in range(3)
     ]
-    webs = [plugins.pod_body(f"web-{i}", group, SCHEDULER, requests={"cpu": "100m"}) for i in range(4)]
+    # More pods without GPUs than the CPU nodes' share: spreading alone would use the GPU nodes too.
+    webs = [plugins.pod_body(f"web-{i}", group, SCHEDULER, requests={"cpu": "100m"}) for i in range(12)]
     placed = setup.create_pods("gpu", trainers + webs)
     on_trainers = {placed[f"trainer-{i}"] for i in range(3)}
-    on_webs = {placed[f"web-{i}"] for i in range(4)}
+    on_webs = {placed[f"web-{i}"] for i in range(12)}
     # Only GPU nodes for GPU pods (also NodeResourcesFit's doing), and the most GPU memory.
     assert on_trainers == {"gpu-a100-80"}, placed
     # Pods without a GPU leave the GPU nodes free while other nodes fit.
