@@ -244,6 +244,9 @@ def bench(node_count: int, pod_count: int, rounds: int, schedulers: Sequence[str
             for mix in MIXES:
                 for scheduler in schedulers:
                     rows.append(run_one(env, scheduler, mix, round_index))
+                    # After every run: an interrupted benchmark keeps the rows it measured.
+                    write_results({"nodes": node_count, "pods": pod_count, "rounds": rounds, "seed": seed,
+                                   "rows": rows})
     finally:
         if extender is not None:
             kwok.stop(extender)
@@ -251,11 +254,17 @@ def bench(node_count: int, pod_count: int, rounds: int, schedulers: Sequence[str
     return {"nodes": node_count, "pods": pod_count, "rounds": rounds, "seed": seed, "rows": rows}
 
 
+def write_results(results: dict[str, Any]) -> None:
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(results, indent=1) + "\n")
+
+
 def table(results: dict[str, Any]) -> str:
     """The README table: medians per scheduler and mix, throughput as a ratio to kube-scheduler."""
     rows = results["rows"]
     lines = [
-        f"{results['nodes']} nodes x {results['pods']} pods, {results['rounds']} rounds (medians)",
+        f"{results['nodes']} nodes x {results['pods']} pods per mix, {len(rows)} runs "
+        f"(up to {results['rounds']} rounds; medians per scheduler and mix)",
         "",
         "| mix | scheduler | pods/s | vs kube-scheduler | attempt p50 / p99 ms | SLI p50 / p99 ms "
         "| algorithm p50 / p99 ms | interference | engine lower bound |",
@@ -298,9 +307,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         unknown = set(schedulers) - set(SCHEDULERS)
         if unknown:
             parser.error(f"unknown schedulers: {sorted(unknown)}")
-        results = bench(args.nodes, args.pods, args.rounds, schedulers, args.seed)
-        RESULTS.parent.mkdir(parents=True, exist_ok=True)
-        RESULTS.write_text(json.dumps(results, indent=1) + "\n")
+        write_results(bench(args.nodes, args.pods, args.rounds, schedulers, args.seed))
     print(table(json.loads(RESULTS.read_text())))
     return 0
 
