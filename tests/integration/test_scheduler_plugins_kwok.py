@@ -42,6 +42,29 @@ pytestmark = [
 SCHEDULER = "gpu-scheduler"
 TYPE_LABEL = "interference.orchestrator/type"
 DISABLED = [name for name in os.environ.get("GPU_SCHEDULER_DISABLE", "").split(",") if name]
+ZONES = {"zone-a1": "a", "zone-a2": "a", "zone-a3": "a", "zone-a4": "a", "zone-b1": "b", "zone-c1": "c"}
+BURST_NODES = [f"burst-{i:02d}" for i in range(20)]
+
+
+def create_all_nodes(api: Any) -> None:
+    """Every test's nodes, before the scheduler starts: it lists them before its first decision,
+    where nodes created later could still be missing from its cache for the first pods."""
+    plugins.create_nodes(api, [
+        plugins.node_body("gpu-cpu-1", "gpu"),
+        plugins.node_body("gpu-cpu-2", "gpu"),
+        plugins.node_body("gpu-a100-40", "gpu", gpus=4, labels={"gpu.nvidia.com/memory": "40960"}),
+        plugins.node_body("gpu-a100-80", "gpu", gpus=4, labels={"gpu.nvidia.com/memory": "81920"}),
+    ])
+    plugins.create_nodes(api, [
+        plugins.node_body("spot-eks", "spot", labels={"eks.amazonaws.com/capacityType": "SPOT"}),
+        plugins.node_body("spot-karpenter", "spot", labels={"karpenter.sh/capacity-type": "spot"}),
+        plugins.node_body("od-eks", "spot", labels={"eks.amazonaws.com/capacityType": "ON_DEMAND"}),
+        plugins.node_body("od-karpenter", "spot", labels={"karpenter.sh/capacity-type": "on-demand"}),
+    ])
+    plugins.create_nodes(api, [
+        plugins.node_body(name, "zone", labels={"topology.kubernetes.io/zone": zone}) for name, zone in ZONES.items()
+    ])
+    plugins.create_nodes(api, [plugins.node_body(name, "burst") for name in BURST_NODES])
 
 
 class Setup:
@@ -68,6 +91,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
     cluster = kwok.KwokCluster(name=f"plugins-it-{kwok.free_port()}", workdir=workdir)
     cluster.create()
     try:
+        create_all_nodes(cluster.api())
         config = plugins.render_config(workdir / "gpu-scheduler", cluster.kubeconfig,
                                        plugins.disabled_plugin_vars(DISABLED))
         plugins.SchedulerProcess(cluster, config, workdir / "gpu-scheduler.log")
@@ -78,12 +102,6 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
 
 def test_gpu_pods_get_gpu_nodes_with_the_most_memory_and_others_stay_off(setup: Setup) -> None:
     group = "gpu"
-    plugins.create_nodes(setup.api, [
-        plugins.node_body("gpu-cpu-1", group),
-        plugins.node_body("gpu-cpu-2", group),
-        plugins.node_body("gpu-a100-40", group, gpus=4, labels={"gpu.nvidia.com/memory": "40960"}),
-        plugins.node_body("gpu-a100-80", group, gpus=4, labels={"gpu.nvidia.com/memory": "81920"}),
-    ])
     trainers = [
         plugins.pod_body(f"trainer-{i}", group, SCHEDULER, requests={"cpu": "100m", "nvidia.com/gpu": "1"})
         for i in range(3)
@@ -101,12 +119,6 @@ def test_gpu_pods_get_gpu_nodes_with_the_most_memory_and_others_stay_off(setup: 
 
 def test_spot_preference_and_the_opt_out_annotation(setup: Setup) -> None:
     group = "spot"
-    plugins.create_nodes(setup.api, [
-        plugins.node_body("spot-eks", group, labels={"eks.amazonaws.com/capacityType": "SPOT"}),
-        plugins.node_body("spot-karpenter", group, labels={"karpenter.sh/capacity-type": "spot"}),
-        plugins.node_body("od-eks", group, labels={"eks.amazonaws.com/capacityType": "ON_DEMAND"}),
-        plugins.node_body("od-karpenter", group, labels={"karpenter.sh/capacity-type": "on-demand"}),
-    ])
     flexible = [plugins.pod_body(f"batch-{i}", group, SCHEDULER, requests={"cpu": "100m"}) for i in range(6)]
     steady = [
         plugins.pod_body(f"db-{i}", group, SCHEDULER, requests={"cpu": "100m"},
@@ -122,10 +134,7 @@ def test_an_owners_pods_spread_over_zones(setup: Setup) -> None:
     # Zone a has four nodes, b and c one each: spreading over nodes alone (the
     # default scoring) would put most replicas in a.
     group = "zone"
-    zones = {"zone-a1": "a", "zone-a2": "a", "zone-a3": "a", "zone-a4": "a", "zone-b1": "b", "zone-c1": "c"}
-    plugins.create_nodes(setup.api, [
-        plugins.node_body(name, group, labels={"topology.kubernetes.io/zone": zone}) for name, zone in zones.items()
-    ])
+    zones = ZONES
     plugins.create_namespace(setup.api, "zone")
     template = plugins.pod_body("unused", group, SCHEDULER, labels={"app": "web"}, requests={"cpu": "100m"})
     for pod_only in ("apiVersion", "kind"):
@@ -147,8 +156,7 @@ def test_a_burst_of_cpu_and_memory_pods_pairs_them_up(setup: Setup) -> None:
     # back in a random order: the scheduler decides while earlier pods are
     # only assumed, and InterferenceAware sees them in its NodeInfo.
     group = "burst"
-    nodes = [f"burst-{i:02d}" for i in range(20)]
-    plugins.create_nodes(setup.api, [plugins.node_body(name, group) for name in nodes])
+    nodes = BURST_NODES
     types = ["cpu"] * 20 + ["memory"] * 20
     seed = int(os.environ.get("BURST_SEED", "11"))
     random.Random(seed).shuffle(types)
