@@ -10,7 +10,7 @@ TOOLS_BIN := $(CURDIR)/.cache/bin
 export PATH := $(TOOLS_BIN):$(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: help setup tools site test unit integration lint molecule docker-engine node-image kind-test bench teardown clean
+.PHONY: help setup tools site test unit integration go-test lint molecule docker-engine node-image kind-test bench teardown clean
 
 help:  ## List the targets
 	@awk -F ':.*## ' '/^[a-z][a-z-]*:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -48,6 +48,10 @@ integration: setup tools  ## pytest tests/integration: roles and the extender on
 molecule: setup tools  ## molecule test on the real control plane (kwok)
 	$(BIN)/molecule test
 
+go-test:  ## go vet and go test of the kube-scheduler plugins (scheduler-plugins/)
+	cd scheduler-plugins && CGO_ENABLED=0 GOFLAGS=-mod=mod go vet ./... && CGO_ENABLED=0 GOFLAGS=-mod=mod go test ./...
+
+
 docker-engine:  ## Start a Docker engine where none answers (installs docker.io; root)
 	scripts/docker-engine.sh start
 
@@ -59,7 +63,7 @@ node-image: setup  ## Build the offline kind node image (Kubernetes v1.34.4, kin
 kind-test: setup  ## molecule test -s kind: a real kind cluster, real containers (starts Docker if needed)
 	scripts/test-kind.sh
 
-test: setup tools lint unit integration molecule kind-test  ## Everything CI runs
+test: setup tools lint unit go-test integration molecule kind-test  ## Everything CI runs
 
 bench: setup  ## Placement benchmark (figures for the README)
 	$(BIN)/python benchmarks/placement.py

@@ -1,6 +1,6 @@
-"""Placement policies the engine is measured against (tests and benchmarks).
+"""Placement policies the engine is measured against (benchmarks), and how people label apps without it.
 
-Both ignore constraints on purpose: they are what people did before.
+The policies ignore constraints on purpose: they are what people did before.
 """
 
 from __future__ import annotations
@@ -8,6 +8,10 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
+from ansible_collections.interference.orchestrator.plugins.module_utils.interference import (
+    PRESSURE_DIMENSIONS,
+    Profile,
+)
 from ansible_collections.interference.orchestrator.plugins.module_utils.model import App
 
 
@@ -35,3 +39,13 @@ def random_assignment(apps: Sequence[App], node_count: int, seed: int = 0) -> li
     """Every replica on a node drawn uniformly at random (seeded, so repeatable)."""
     rng = random.Random(seed)
     return [[rng.randrange(node_count) for _ in range(app.replicas)] for app in apps]
+
+
+def dominant_dimension(profile: Profile) -> str:
+    """Name of the resource a profile presses on most (the first one on ties): the type label a user would give it.
+
+    What people label mixed-profile apps by when all they have is a label
+    (kube-scheduler's anti-affinity on the type label, in the benchmarks).
+    """
+    best = max(range(len(profile)), key=lambda i: (profile[i], -i))
+    return PRESSURE_DIMENSIONS[best]

@@ -2,7 +2,8 @@
 # Builds the real Kubernetes control plane and its companions from the Go
 # module proxy, for the kwok provider and the tests: kube-apiserver,
 # kube-controller-manager, kube-scheduler and kubectl (k8s.io/kubernetes),
-# etcd 3.5, kwok and kwokctl, helm. Each is pinned by the wrapper module under
+# etcd 3.5, kwok and kwokctl, helm; and gpu-scheduler, kube-scheduler built with
+# this repository's plugins (scheduler-plugins/). Each is pinned by the wrapper module under
 # hack/tools/<name>/ and built once into .cache/bin (ignored by git); a binary
 # that already reports the pinned version, there or on PATH, is reused.
 #
@@ -13,7 +14,8 @@
 # plugins, CoreDNS and etcd 3.6. Those have no common version flag, so
 # each carries a stamp file of what it was built from.
 #
-# Usage: scripts/build-tools.sh [TOOL ...]   (default: the kwok tier's tools)
+# Usage: scripts/build-tools.sh [TOOL ...]   (default: the kwok tier's tools and gpu-scheduler)
+#        scripts/build-tools.sh gpu-scheduler   (only the plugin scheduler)
 #        scripts/build-tools.sh --node-image (the node image's components)
 #        scripts/build-tools.sh --for-site   (what site.yml needs here: kind, kubectl
 #        and helm when a Docker engine answers, else the kwok set: etcd, kwok,
@@ -147,10 +149,25 @@ kube_ldflags() {
   echo "$flags"
 }
 
+# A hash of the plugin scheduler's sources (Go files, go.mod, go.sum, tests
+# aside), stamped as its gitCommit: `gpu-scheduler --version=raw` shows it, so
+# an edit to scheduler-plugins/ makes the cached binary stale.
+plugins_source_hash() {
+  (cd "$repo_root/scheduler-plugins" &&
+    find . -type f \( -name '*.go' -o -name go.mod -o -name go.sum \) ! -name '*_test.go' -print0 |
+    LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16)
+}
+
 build_one() {
   case $1 in
     kube-apiserver | kube-controller-manager | kube-scheduler)
       ensure "$1" "$kube_version" --version kubernetes "k8s.io/kubernetes/cmd/$1" "$(kube_ldflags)" ;;
+    gpu-scheduler)
+      local hash
+      hash=$(plugins_source_hash)
+      # module_dir is relative to hack/tools: the module lives in scheduler-plugins/.
+      ensure gpu-scheduler "sources-$hash" --version=raw ../../scheduler-plugins ./cmd/scheduler \
+        "$(kube_ldflags) -X k8s.io/component-base/version.gitCommit=sources-$hash" ;;
     kubectl)
       ensure kubectl "$kube_version" "version --client" kubernetes k8s.io/kubernetes/cmd/kubectl "$(kube_ldflags)" ;;
     etcd)
@@ -181,7 +198,7 @@ if [[ ${tools[0]:-} == --for-site ]]; then
   fi
 fi
 if [[ ${#tools[@]} -eq 0 ]]; then
-  tools=(etcd kwok kwokctl helm kind kube-apiserver kube-controller-manager kube-scheduler kubectl)
+  tools=(etcd kwok kwokctl helm kind kube-apiserver kube-controller-manager kube-scheduler kubectl gpu-scheduler)
 fi
 for tool in "${tools[@]}"; do
   build_one "$tool"

@@ -14,7 +14,8 @@ author: interference.orchestrator maintainers
 description:
   - One row per app and node, columns C(APP), C(TYPE), C(NODE) and C(INTERFERENCE), aligned. INTERFERENCE is the sum
     of the scores of the pairs the app forms with other apps on that node; 0 means no noisy neighbour.
-  - Apps left to the scheduler extender get one row saying which scheduler chooses their nodes.
+  - Apps left to the scheduler extender (C(scheduler: extender)) or to the plugins build (C(scheduler: plugins)) get
+    one row saying which scheduler chooses their nodes.
   - The last lines are the plan's warning, when there is one, and the total interference.
 positional: scheduler_name
 options:
@@ -26,6 +27,10 @@ options:
     description: Name of the scheduler that places the apps left to the extender.
     type: str
     default: interference-scheduler
+  plugins_scheduler_name:
+    description: Name of the scheduler-framework plugins build that places the apps with C(scheduler: plugins).
+    type: str
+    default: gpu-scheduler
 """
 
 EXAMPLES = r"""
@@ -47,9 +52,11 @@ _value:
 """
 
 
-def placement_table(plan: dict[str, Any], scheduler_name: str = "interference-scheduler") -> list[str]:
+def placement_table(
+    plan: dict[str, Any], scheduler_name: str = "interference-scheduler", plugins_scheduler_name: str = "gpu-scheduler"
+) -> list[str]:
     """Return the table lines of a plan_apps result."""
-    return table(plan, scheduler_name)
+    return table(plan, scheduler_name, plugins_scheduler_name)
 
 
 class FilterModule:

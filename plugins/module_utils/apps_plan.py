@@ -21,8 +21,11 @@ from .errors import InterferenceError
 from .model import App, parse_apps, parse_nodes
 from .placement import plan_placement
 
-# Value of an app's `scheduler` field that leaves it to the scheduler extender.
+# Values of an app's `scheduler` field that leave it to a scheduler at pod
+# creation: the scheduler extender, or the scheduler-framework plugins build.
 EXTENDER = "extender"
+PLUGINS = "plugins"
+LEFT_TO_A_SCHEDULER = (EXTENDER, PLUGINS)
 
 
 def _facts(item: Mapping[str, Any], app: App, nodes: list[str] | None) -> dict[str, Any]:
@@ -30,6 +33,7 @@ def _facts(item: Mapping[str, Any], app: App, nodes: list[str] | None) -> dict[s
         "name": app.name,
         "app": dict(item),
         "extender": nodes is None,
+        "scheduler": item.get("scheduler") if nodes is None else None,
         "nodes": nodes or [],
         "type_label": app.type_label,
         "profile": profile_mapping(app.profile),
@@ -44,7 +48,8 @@ def plan_apps(
 
     Returns {apps: [...], report: {...}}. `apps` holds one entry per app in
     input order: `name`, `app` (the input item as given), `extender` (true when
-    `scheduler: extender` leaves it to the scheduler extender), `nodes` (one
+    `scheduler: extender` or `scheduler: plugins` leaves it to a scheduler at
+    pod creation), `scheduler` (that value, else None), `nodes` (one
     node name per replica; empty for extender apps), `type_label` (cpu, memory
     or custom), `profile` ({resource: pressure}, non-zero pressures only) and
     `profile_annotation` (that profile as the JSON of the pod annotation).
@@ -56,7 +61,7 @@ def plan_apps(
     apps = parse_apps(items)
     node_list = parse_nodes(nodes)
     raw = list(items) if isinstance(items, Sequence) else []
-    pinned = [app for app in apps if raw[app.index].get("scheduler") != EXTENDER]
+    pinned = [app for app in apps if raw[app.index].get("scheduler") not in LEFT_TO_A_SCHEDULER]
     # The engine indexes its apps 0..n-1; errors it raises name the app anyway.
     plan = plan_placement(
         [replace(app, index=position) for position, app in enumerate(pinned)],
@@ -79,12 +84,15 @@ def _format_score(score: float) -> str:
     return f"{score:g}"
 
 
-def placement_table(planned: Mapping[str, Any], scheduler_name: str) -> list[str]:
+def placement_table(
+    planned: Mapping[str, Any], scheduler_name: str, plugins_scheduler_name: str = "gpu-scheduler"
+) -> list[str]:
     """The placement as printed by the apps role: a table APP TYPE NODE INTERFERENCE, then the totals.
 
     One row per app and node; INTERFERENCE is the sum of the scores of the
     pairs the app forms on that node (0: no noisy neighbour). Apps left to the
-    scheduler extender get one row naming `scheduler_name`. The last lines are
+    scheduler extender get one row naming `scheduler_name`, apps left to the
+    plugins build one naming `plugins_scheduler_name`. The last lines are
     the plan's warning, when it has one, and its total interference (score).
     """
     report = planned.get("report") or {}
@@ -103,7 +111,8 @@ def placement_table(planned: Mapping[str, Any], scheduler_name: str) -> list[str
             rows.append([name, entry["type_label"], where, _format_score(score)])
     for entry in entries:
         if entry.get("extender"):
-            rows.append([entry["name"], entry["type_label"], f"chosen by {scheduler_name}", "-"])
+            chooser = plugins_scheduler_name if entry.get("scheduler") == PLUGINS else scheduler_name
+            rows.append([entry["name"], entry["type_label"], f"chosen by {chooser}", "-"])
     widths = [max(len(row[column]) for row in rows) for column in range(4)]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
     if report.get("warning"):

@@ -12,7 +12,7 @@ squared node loads, which is what makes the lower bound below cheap.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 PRESSURE_DIMENSIONS: tuple[str, ...] = ("cpu", "memory_bandwidth", "llc", "disk_io", "network_io")
 
@@ -52,6 +52,21 @@ def pair_reason(left: Profile, right: Profile) -> str:
         if a > 0 and b > 0
     ]
     return "both stress " + ", ".join(shared) if shared else "no shared resource"
+
+
+def node_interference(profiles: Iterable[Profile]) -> float:
+    """Sum of pairwise interference among the replicas on one node (score).
+
+    The definition every scorer must reproduce: the Go InterferenceAware
+    plugin is checked against it on the shared cases of
+    tests/fixtures/interference_cases.json.
+    """
+    items = list(profiles)
+    total = 0.0
+    for i, left in enumerate(items):
+        for right in items[i + 1 :]:
+            total += dot(left, right)
+    return total
 
 
 def _balanced_square_sum(count: int, bins: int) -> int:

@@ -48,7 +48,11 @@ def resolve(tmp_path: Path, **extra: Any) -> tuple[str, str]:
         playbook_json.role_play(
             "cluster_provider",
             "image_source",
-            {"ansible.builtin.debug": {"msg": "{{ [cluster_provider_image_source, cluster_provider_image_source_reason] }}"}},
+            {
+                "ansible.builtin.debug": {
+                    "msg": "{{ [cluster_provider_image_source, cluster_provider_image_source_reason] }}"
+                }
+            },
         ),
         {"cluster_provider_resolved": "kind", **extra},
     )

@@ -1,0 +1,316 @@
+"""kube-scheduler with and without interference awareness, on one kwok cluster in one run.
+
+Schedulers (each a fresh process per run, pods created before it starts so it
+meets them as one burst):
+  kube-scheduler   the plain binary, default plugins;
+  anti-affinity    the same, pods carry a preferred podAntiAffinity (weight 100,
+                   hostname) against pods of their own type label;
+  extender         the same binary calling the HTTP extender (scripts/extender);
+  plugins          .cache/bin/gpu-scheduler, the scheduler_plugins role's profile.
+
+Pod mixes (each on its own nodes, kept there by a nodeSelector):
+  one-hot   half `type: cpu`, half `type: memory` pods on equal nodes;
+  mixed     random pressure profiles (annotation interference.orchestrator/profile,
+            type label = dominant resource) with CPU requests of 1 or 2 cores on
+            nodes of two sizes (4 and 16 cores) filled to 75 %, so capacity binds.
+
+Per run: throughput (pods/s between the first and last binding seen, polling
+every 50 ms), p50/p99 of the scheduler's own
+scheduler_scheduling_attempt_duration_seconds (result=scheduled) and of
+scheduler_pod_scheduling_sli_duration_seconds, and the total interference of
+the placement against the engine's lower bound (interference_lower_bound,
+which relaxes capacity). Rounds alternate the schedulers, so a drift in this
+shared machine's load does not land on one side; medians per scheduler are
+compared.
+
+Raw rows go to benchmarks/results/schedulers.json first; the table is derived
+from that file only (--table re-prints it).
+
+Run: PYTHONPATH=collections:. .venv/bin/python benchmarks/schedulers.py [--nodes 200 --pods 1000 --rounds 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+for entry in (str(REPO / "collections"), str(REPO)):
+    if entry not in sys.path:
+        sys.path.insert(0, entry)
+
+from ansible_collections.interference.orchestrator.plugins.module_utils.interference import (  # noqa: E402
+    PRESSURE_DIMENSIONS,
+    Profile,
+    interference_lower_bound,
+    node_interference,
+    profile_for_type,
+    profile_from_mapping,
+)
+from baselines import dominant_dimension  # noqa: E402  (benchmarks/, the script's own folder)
+
+from tests.support import kwok  # noqa: E402
+from tests.support import scheduler_plugins as plugins  # noqa: E402
+
+RESULTS = REPO / "benchmarks" / "results" / "schedulers.json"
+SCHEDULERS = ("kube-scheduler", "anti-affinity", "extender", "plugins")
+MIXES = ("one-hot", "mixed")
+TYPE_LABEL = "interference.orchestrator/type"
+PROFILE_ANNOTATION = "interference.orchestrator/profile"
+
+
+def mix_nodes(mix: str, count: int) -> list[dict[str, Any]]:
+    if mix == "one-hot":
+        return [plugins.node_body(f"{mix}-{i:04d}", mix, cpu="16", memory="64Gi") for i in range(count)]
+    # Two sizes: half the nodes have 4 cores, half 16.
+    return [
+        plugins.node_body(f"{mix}-{i:04d}", mix, cpu="4" if i % 2 else "16", memory="64Gi") for i in range(count)
+    ]
+
+
+def mix_pods(mix: str, count: int, node_count: int, seed: int) -> list[tuple[str, Profile, dict[str, str]]]:
+    """(type label, profile, CPU request) per pod, the same for every scheduler."""
+    rng = random.Random(seed)
+    if mix == "one-hot":
+        kinds = ["cpu", "memory"] * (count // 2) + ["cpu"] * (count % 2)
+        rng.shuffle(kinds)
+        return [(kind, profile_for_type(kind), {"cpu": "100m"}) for kind in kinds]
+    capacity = (node_count // 2) * 16 + (node_count - node_count // 2) * 4
+    budget = int(capacity * 0.75)
+    pods = []
+    used = 0
+    for _ in range(count):
+        cores = rng.choice((1, 2))
+        if used + cores > budget:
+            cores = 1
+        used += cores
+        dims = rng.sample(PRESSURE_DIMENSIONS, rng.choice((1, 2, 3)))
+        profile = profile_from_mapping({dim: rng.choice((0.3, 0.5, 0.8, 1.0)) for dim in dims})
+        pods.append((dominant_dimension(profile), profile, {"cpu": str(cores)}))
+    return pods
+
+
+def pod_body(name: str, mix: str, scheduler_name: str, anti_affinity: bool,
+             spec: tuple[str, Profile, dict[str, str]]) -> dict[str, Any]:
+    kind, profile, requests = spec
+    mapping = {dim: value for dim, value in zip(PRESSURE_DIMENSIONS, profile, strict=True) if value}
+    body = plugins.pod_body(name, mix, scheduler_name, labels={TYPE_LABEL: kind},
+                            annotations={PROFILE_ANNOTATION: json.dumps(mapping)}, requests=requests)
+    if anti_affinity:
+        body["spec"]["affinity"] = {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
+            "weight": 100,
+            "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname",
+                                "labelSelector": {"matchLabels": {TYPE_LABEL: kind}}},
+        }]}}
+    return body
+
+
+def bound_times(api: Any, namespace: str, count: int, timeout: float) -> dict[str, tuple[float, str]]:
+    """When each pod was first seen bound (monotonic seconds) and where, polling every 50 ms."""
+    seen: dict[str, tuple[float, str]] = {}
+    deadline = time.monotonic() + timeout
+    while len(seen) < count and time.monotonic() < deadline:
+        response = api.list_namespaced_pod(namespace, _preload_content=False)
+        now = time.monotonic()
+        for pod in json.loads(response.data)["items"]:
+            name, node = pod["metadata"]["name"], pod["spec"].get("nodeName")
+            if node and name not in seen:
+                seen[name] = (now, node)
+        time.sleep(0.05)
+    return seen
+
+
+def histogram_quantile(text: str, series: str, labels: dict[str, str], q: float) -> float | None:
+    """Quantile q of a Prometheus histogram (linear inside the bucket, as PromQL does), seconds."""
+    buckets: list[tuple[float, float]] = []
+    for line in text.splitlines():
+        if not line.startswith(series + "_bucket{"):
+            continue
+        label_text, value = line[len(series) + len("_bucket{"):].rsplit("} ", 1)
+        pairs = dict(item.split("=", 1) for item in label_text.split(","))
+        pairs = {k: v.strip('"') for k, v in pairs.items()}
+        if any(pairs.get(k) != v for k, v in labels.items()):
+            continue
+        bound = float("inf") if pairs["le"] == "+Inf" else float(pairs["le"])
+        buckets.append((bound, float(value)))
+    merged: dict[float, float] = defaultdict(float)
+    for upper, count in buckets:
+        merged[upper] += count
+    ordered = sorted(merged.items())
+    if not ordered or ordered[-1][1] == 0:
+        return None
+    rank = q * ordered[-1][1]
+    lower_bound, lower_count = 0.0, 0.0
+    for bound, cumulative in ordered:
+        if cumulative >= rank:
+            if bound == float("inf"):
+                return lower_bound
+            share = (rank - lower_count) / (cumulative - lower_count) if cumulative > lower_count else 0.0
+            return lower_bound + (bound - lower_bound) * share
+        lower_bound, lower_count = bound, cumulative
+    return None
+
+
+def run_one(env: dict[str, Any], scheduler: str, mix: str, round_index: int) -> dict[str, Any]:
+    cluster, api, workdir = env["cluster"], env["api"], env["workdir"]
+    profile = f"bench-{scheduler}-{mix}-{round_index}"
+    namespace = profile
+    plugins.create_namespace(api, namespace)
+    specs = env["pods"][mix]
+    # The role's profile names: the extender's policy only decides for pods of
+    # its own scheduler name and lets the others pass untouched.
+    scheduler_name = {"plugins": "gpu-scheduler", "extender": "interference-scheduler"}.get(scheduler, profile)
+    bodies = [pod_body(f"p-{i:05d}", mix, scheduler_name, scheduler == "anti-affinity", spec)
+              for i, spec in enumerate(specs)]
+    # Created before the scheduler starts (not timed): it meets them as one burst.
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(lambda body: api.create_namespaced_pod(namespace, body), bodies))
+    if scheduler == "plugins":
+        process = plugins.SchedulerProcess(cluster, env["plugins_config"], workdir / f"{profile}.log")
+    else:
+        url = f"http://{env['listen']}" if scheduler == "extender" else None
+        config = kwok.write_scheduler_config(workdir / f"{profile}.json", cluster.kubeconfig, scheduler_name, url)
+        process = plugins.SchedulerProcess(cluster, config, workdir / f"{profile}.log",
+                                           binary=kwok.TOOLS / "kube-scheduler")
+    seen = bound_times(api, namespace, len(specs), timeout=1800)
+    metrics = plugins.metrics_text(process.port)
+    kwok.stop(process.process)
+    times = sorted(t for t, _ in seen.values())
+    rate = (len(times) - 1) / (times[-1] - times[0]) if len(times) > 1 else 0.0
+    per_node: dict[str, list[Profile]] = defaultdict(list)
+    for name, (_, node) in seen.items():
+        per_node[node].append(specs[int(name.split("-")[1])][1])
+    labels = {"profile": scheduler_name, "result": "scheduled"}
+    attempt, sli = "scheduler_scheduling_attempt_duration_seconds", "scheduler_pod_scheduling_sli_duration_seconds"
+    # Filter and score alone (no binding): what the plugins cost. The process has one profile.
+    algorithm = "scheduler_scheduling_algorithm_duration_seconds"
+    row = {
+        "scheduler": scheduler, "mix": mix, "round": round_index, "nodes": env["node_count"], "pods": len(specs),
+        "bound": len(seen), "pods_per_s": round(rate, 1),
+        "attempt_p50_ms": _ms(histogram_quantile(metrics, attempt, labels, 0.5)),
+        "attempt_p99_ms": _ms(histogram_quantile(metrics, attempt, labels, 0.99)),
+        "algorithm_p50_ms": _ms(histogram_quantile(metrics, algorithm, {}, 0.5)),
+        "algorithm_p99_ms": _ms(histogram_quantile(metrics, algorithm, {}, 0.99)),
+        "sli_p50_ms": _ms(histogram_quantile(metrics, sli, {}, 0.5)),
+        "sli_p99_ms": _ms(histogram_quantile(metrics, sli, {}, 0.99)),
+        "interference": round(sum(node_interference(p) for p in per_node.values()), 3),
+        "lower_bound": round(interference_lower_bound([s[1] for s in specs], env["node_count"]), 3),
+    }
+    print(json.dumps(row), flush=True)
+    api.delete_namespace(namespace, grace_period_seconds=0)
+    kwok.wait_for(f"namespace {namespace} to go", lambda: not _namespace_exists(api, namespace), timeout=900)
+    return row
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else round(1000 * seconds, 2)
+
+
+def _namespace_exists(api: Any, name: str) -> bool:
+    return any(ns.metadata.name == name for ns in api.list_namespace().items)
+
+
+def bench(node_count: int, pod_count: int, rounds: int, schedulers: Sequence[str], seed: int) -> dict[str, Any]:
+    workdir = Path(tempfile.mkdtemp(prefix="schedulers-bench-"))
+    listen = f"127.0.0.1:{kwok.free_port()}"
+    cluster = kwok.KwokCluster(name=f"sched-bench-{kwok.free_port()}", workdir=workdir)
+    cluster.create()
+    extender = None
+    rows = []
+    try:
+        api = cluster.api()
+        for mix in MIXES:
+            plugins.create_nodes(api, mix_nodes(mix, node_count))
+        env: dict[str, Any] = {
+            "cluster": cluster, "api": api, "workdir": workdir, "listen": listen, "node_count": node_count,
+            "pods": {mix: mix_pods(mix, pod_count, node_count, seed) for mix in MIXES},
+            "plugins_config": plugins.render_config(workdir / "gpu-scheduler", cluster.kubeconfig,
+                                                    {"scheduler_plugins_qps": 5000, "scheduler_plugins_burst": 5000}),
+        }
+        if "extender" in schedulers:
+            _, policy = kwok.render_scheduler_config(workdir, listen)
+            extender = kwok.start_extender(cluster.kubeconfig, listen, policy, workdir / "extender.log")
+        for round_index in range(rounds):
+            for mix in MIXES:
+                for scheduler in schedulers:
+                    rows.append(run_one(env, scheduler, mix, round_index))
+                    # After every run: an interrupted benchmark keeps the rows it measured.
+                    write_results({"nodes": node_count, "pods": pod_count, "rounds": rounds, "seed": seed,
+                                   "rows": rows})
+    finally:
+        if extender is not None:
+            kwok.stop(extender)
+        cluster.delete()
+    return {"nodes": node_count, "pods": pod_count, "rounds": rounds, "seed": seed, "rows": rows}
+
+
+def write_results(results: dict[str, Any]) -> None:
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(results, indent=1) + "\n")
+
+
+def table(results: dict[str, Any]) -> str:
+    """The README table: medians per scheduler and mix, throughput as a ratio to kube-scheduler."""
+    rows = results["rows"]
+    lines = [
+        f"{results['nodes']} nodes x {results['pods']} pods per mix, {len(rows)} runs "
+        f"(up to {results['rounds']} rounds; medians per scheduler and mix)",
+        "",
+        "| mix | scheduler | pods/s | vs kube-scheduler | attempt p50 / p99 ms | SLI p50 / p99 ms "
+        "| algorithm p50 / p99 ms | interference | engine lower bound |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for mix in MIXES:
+        base = [r["pods_per_s"] for r in rows if r["mix"] == mix and r["scheduler"] == "kube-scheduler"]
+        base_rate = statistics.median(base) if base else None
+        for scheduler in SCHEDULERS:
+            mine = [r for r in rows if r["mix"] == mix and r["scheduler"] == scheduler]
+            if not mine:
+                continue
+
+            def med(key: str, mine: list[dict[str, Any]] = mine) -> Any:
+                values = [r[key] for r in mine if r.get(key) is not None]
+                return round(statistics.median(values), 2) if values else "-"
+
+            rate = med("pods_per_s")
+            ratio = f"{rate / base_rate:.2f}x" if base_rate and rate != "-" else "-"
+            lines.append(
+                f"| {mix} | {scheduler} | {rate} | {ratio} | {med('attempt_p50_ms')} / {med('attempt_p99_ms')} "
+                f"| {med('sli_p50_ms')} / {med('sli_p99_ms')} "
+                f"| {med('algorithm_p50_ms')} / {med('algorithm_p99_ms')} "
+                f"| {med('interference')} | {mine[0]['lower_bound']} |"
+            )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--nodes", type=int, default=200)
+    parser.add_argument("--pods", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--schedulers", default=",".join(SCHEDULERS))
+    parser.add_argument("--table", action="store_true", help="print the table of the last results file only")
+    args = parser.parse_args(argv)
+    if not args.table:
+        schedulers = [s for s in args.schedulers.split(",") if s]
+        unknown = set(schedulers) - set(SCHEDULERS)
+        if unknown:
+            parser.error(f"unknown schedulers: {sorted(unknown)}")
+        write_results(bench(args.nodes, args.pods, args.rounds, schedulers, args.seed))
+    print(table(json.loads(RESULTS.read_text())))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

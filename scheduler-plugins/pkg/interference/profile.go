@@ -1,0 +1,117 @@
+package interference
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// Dimensions are the resources of a pressure profile, in the order of
+// PRESSURE_DIMENSIONS in plugins/module_utils/interference.py.
+var Dimensions = [...]string{"cpu", "memory_bandwidth", "llc", "disk_io", "network_io"}
+
+// Profile is a pressure vector over Dimensions, each entry in [0, 1]
+// (1 = saturates that resource of a node).
+type Profile [len(Dimensions)]float64
+
+// typeProfiles is the seed vocabulary of the type label: one-hot profiles.
+var typeProfiles = map[string]Profile{
+	"cpu":    {1, 0, 0, 0, 0},
+	"memory": {0, 1, 0, 0, 0},
+}
+
+// Dot is the interference of two profiles placed together (no unit), the
+// same formula as interference.dot in the Python engine.
+func Dot(a, b Profile) float64 {
+	var sum float64
+	for i := range a {
+		sum += a[i] * b[i]
+	}
+	return sum
+}
+
+// AddedInterference is what placing a pod with profile `pod` next to
+// `others` adds to the node's interference: the sum of its dot products with
+// each of them (interference.node_interference(others + [pod]) minus
+// node_interference(others) in the Python engine).
+func AddedInterference(pod Profile, others []Profile) float64 {
+	var sum float64
+	for _, o := range others {
+		sum += Dot(pod, o)
+	}
+	return sum
+}
+
+// ParseAnnotation reads a profile annotation: a JSON object mapping a subset
+// of Dimensions to numbers in [0, 1], at least one entry.
+func ParseAnnotation(value string) (Profile, error) {
+	var raw map[string]any
+	decoder := json.NewDecoder(bytes.NewReader([]byte(value)))
+	decoder.UseNumber()
+	if err := decoder.Decode(&raw); err != nil {
+		return Profile{}, fmt.Errorf("not a JSON object of resource to pressure: %w", err)
+	}
+	if decoder.More() {
+		return Profile{}, fmt.Errorf("trailing data after the JSON object")
+	}
+	if len(raw) == 0 {
+		return Profile{}, fmt.Errorf("empty profile: give at least one of %s", strings.Join(Dimensions[:], ", "))
+	}
+	var profile Profile
+	for key, entry := range raw {
+		index := dimensionIndex(key)
+		if index < 0 {
+			return Profile{}, fmt.Errorf("unknown resource %q: expected one of %s", key, strings.Join(Dimensions[:], ", "))
+		}
+		// UseNumber keeps JSON numbers apart from strings such as "0.5".
+		number, isNumber := entry.(json.Number)
+		if !isNumber {
+			return Profile{}, fmt.Errorf("%s: must be a number from 0 to 1, got %v", key, entry)
+		}
+		pressure, err := number.Float64()
+		if err != nil || pressure < 0 || pressure > 1 {
+			return Profile{}, fmt.Errorf("%s: must be a number from 0 to 1, got %s", key, number)
+		}
+		profile[index] = pressure
+	}
+	return profile, nil
+}
+
+func dimensionIndex(name string) int {
+	for i, d := range Dimensions {
+		if d == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// profileSource says where a pod's profile came from, for log messages.
+type profileSource int
+
+const (
+	sourceNone profileSource = iota
+	sourceAnnotation
+	sourceTypeLabel
+)
+
+// podProfile returns the pod's profile: the annotation when present, else
+// the one-hot profile of the type label, else none. A malformed annotation or
+// an unknown type is an error (the caller scores the pod neutral).
+func podProfile(pod *v1.Pod, annotationKey, labelKey string, cache *annotationCache) (Profile, profileSource, error) {
+	if value, ok := pod.Annotations[annotationKey]; ok {
+		profile, err := cache.parse(value)
+		return profile, sourceAnnotation, err
+	}
+	if value, ok := pod.Labels[labelKey]; ok {
+		profile, known := typeProfiles[strings.ToLower(value)]
+		if !known {
+			return Profile{}, sourceTypeLabel, fmt.Errorf("unknown type %q: expected cpu or memory", value)
+		}
+		return profile, sourceTypeLabel, nil
+	}
+	return Profile{}, sourceNone, nil
+}

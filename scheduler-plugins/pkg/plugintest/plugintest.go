@@ -1,0 +1,130 @@
+// Package plugintest runs one plugin inside the real framework runtime
+// (k8s.io/kubernetes/pkg/scheduler/framework/runtime) over a snapshot of
+// nodes and pods, for the plugins' unit tests.
+package plugintest
+
+import (
+	"context"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultbinder"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/queuesort"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	"k8s.io/kubernetes/pkg/scheduler/metrics"
+)
+
+// Cluster is a framework with one plugin enabled at every extension point
+// it implements, over a fixed snapshot.
+type Cluster struct {
+	Framework framework.Framework
+	Snapshot  *cache.Snapshot
+	Nodes     []*v1.Node
+}
+
+// New builds the framework. args may be nil (plugin defaults).
+func New(t *testing.T, name string, factory frameworkruntime.PluginFactory, args runtime.Object, pods []*v1.Pod, nodes []*v1.Node) *Cluster {
+	t.Helper()
+	// The framework records plugin metrics; the scheduler registers them at start.
+	metrics.Register()
+	registry := frameworkruntime.Registry{
+		queuesort.Name:     queuesort.New,
+		defaultbinder.Name: defaultbinder.New,
+		name:               factory,
+	}
+	plugins := &config.Plugins{
+		QueueSort: config.PluginSet{Enabled: []config.Plugin{{Name: queuesort.Name}}},
+		Bind:      config.PluginSet{Enabled: []config.Plugin{{Name: defaultbinder.Name}}},
+	}
+	// Enable the plugin at the extension points it implements, as the
+	// scheduler's multiPoint expansion does.
+	probe, err := factory(context.Background(), args, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plugin := []config.Plugin{{Name: name, Weight: 1}}
+	if _, ok := probe.(framework.PreFilterPlugin); ok {
+		plugins.PreFilter.Enabled = plugin
+	}
+	if _, ok := probe.(framework.FilterPlugin); ok {
+		plugins.Filter.Enabled = plugin
+	}
+	if _, ok := probe.(framework.PreScorePlugin); ok {
+		plugins.PreScore.Enabled = plugin
+	}
+	if _, ok := probe.(framework.ScorePlugin); ok {
+		plugins.Score.Enabled = plugin
+	}
+	profile := &config.KubeSchedulerProfile{SchedulerName: "test", Plugins: plugins}
+	if args != nil {
+		profile.PluginConfig = []config.PluginConfig{{Name: name, Args: args}}
+	}
+	snapshot := cache.NewSnapshot(pods, nodes)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	fw, err := frameworkruntime.NewFramework(ctx, registry, profile,
+		frameworkruntime.WithSnapshotSharedLister(snapshot))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Cluster{Framework: fw, Snapshot: snapshot, Nodes: nodes}
+}
+
+func (c *Cluster) nodeInfos(t *testing.T) []fwk.NodeInfo {
+	t.Helper()
+	infos, err := c.Snapshot.NodeInfos().List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return infos
+}
+
+// Feasible runs PreFilter and Filter; returns the names of the nodes that pass.
+func (c *Cluster) Feasible(t *testing.T, pod *v1.Pod) []string {
+	t.Helper()
+	ctx := context.Background()
+	state := framework.NewCycleState()
+	infos := c.nodeInfos(t)
+	if _, status, _ := c.Framework.RunPreFilterPlugins(ctx, state, pod); !status.IsSuccess() && !status.IsSkip() {
+		if status.IsRejected() {
+			return nil
+		}
+		t.Fatalf("PreFilter: %v", status)
+	}
+	var names []string
+	for _, info := range infos {
+		if status := c.Framework.RunFilterPlugins(ctx, state, pod, info); status.IsSuccess() {
+			names = append(names, info.Node().Name)
+		}
+	}
+	return names
+}
+
+// Scores runs PreScore and Score (with NormalizeScore) over every node and
+// returns the plugin's normalised score per node name; an empty map when
+// PreScore skipped (the plugin is neutral for this pod).
+func (c *Cluster) Scores(t *testing.T, pod *v1.Pod) map[string]int64 {
+	t.Helper()
+	ctx := context.Background()
+	state := framework.NewCycleState()
+	infos := c.nodeInfos(t)
+	if status := c.Framework.RunPreScorePlugins(ctx, state, pod, infos); !status.IsSuccess() {
+		t.Fatalf("PreScore: %v", status)
+	}
+	scores, status := c.Framework.RunScorePlugins(ctx, state, pod, infos)
+	if !status.IsSuccess() {
+		t.Fatalf("Score: %v", status)
+	}
+	out := map[string]int64{}
+	for _, node := range scores {
+		for _, s := range node.Scores {
+			out[node.Name] = s.Score
+		}
+	}
+	return out
+}

@@ -1,0 +1,155 @@
+// Package zone is the AZScheduler plugin: it spreads the pods of one owner
+// (the controller in their ownerReferences) across zones.
+package zone
+
+import (
+	"context"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"interference.orchestrator/scheduler-plugins/pkg/nodescore"
+	"interference.orchestrator/scheduler-plugins/pkg/pluginargs"
+)
+
+// Name is the plugin name used in the KubeSchedulerConfiguration.
+const Name = "AZScheduler"
+
+const stateKey fwk.StateKey = Name
+
+// Args configure AZScheduler.
+type Args struct {
+	// TopologyKey is the node label whose values are the zones.
+	TopologyKey string `json:"topologyKey,omitempty"`
+}
+
+// DefaultArgs are the args when the KubeSchedulerConfiguration gives none.
+func DefaultArgs() Args {
+	return Args{TopologyKey: v1.LabelTopologyZone}
+}
+
+// Validate names the first bad arg.
+func (a Args) Validate() error {
+	if errs := validation.IsQualifiedName(a.TopologyKey); len(errs) > 0 {
+		return fmt.Errorf("%s: args.topologyKey: %q is not a valid label key: %v", Name, a.TopologyKey, errs)
+	}
+	return nil
+}
+
+// Plugin is AZScheduler.
+type Plugin struct {
+	args   Args
+	handle framework.Handle
+}
+
+var (
+	_ framework.PreScorePlugin = &Plugin{}
+	_ framework.ScorePlugin    = &Plugin{}
+)
+
+// New builds the plugin from its args (defaults for missing fields).
+func New(_ context.Context, obj runtime.Object, handle framework.Handle) (framework.Plugin, error) {
+	args := DefaultArgs()
+	if err := pluginargs.Decode(Name, obj, &args); err != nil {
+		return nil, err
+	}
+	if err := args.Validate(); err != nil {
+		return nil, err
+	}
+	return &Plugin{args: args, handle: handle}, nil
+}
+
+// Name returns the plugin name.
+func (p *Plugin) Name() string { return Name }
+
+// state holds the owner's pod count per zone and the largest count, which a
+// node without a zone label gets: it cannot help the spread.
+type state struct {
+	counts  map[string]int64
+	highest int64
+}
+
+func (s *state) Clone() fwk.StateData { return s }
+
+// owner identifies the pod's controller; ok is false for a bare pod.
+func owner(pod *v1.Pod) (string, bool) {
+	ref := metav1.GetControllerOfNoCopy(pod)
+	if ref == nil {
+		return "", false
+	}
+	return pod.Namespace + "/" + ref.Kind + "/" + ref.Name, true
+}
+
+// PreScore counts the owner's pods per zone over every node of the snapshot
+// (assumed pods included). Bare pods skip Score.
+func (p *Plugin) PreScore(_ context.Context, cycle fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) *fwk.Status {
+	key, ok := owner(pod)
+	if !ok {
+		return fwk.NewStatus(fwk.Skip)
+	}
+	nodes, err := p.handle.SnapshotSharedLister().NodeInfos().List()
+	if err != nil {
+		return fwk.AsStatus(fmt.Errorf("%s: listing nodes: %w", Name, err))
+	}
+	s := &state{counts: map[string]int64{}}
+	for _, nodeInfo := range nodes {
+		node := nodeInfo.Node()
+		if node == nil {
+			continue
+		}
+		zone, labelled := node.Labels[p.args.TopologyKey]
+		if !labelled {
+			continue
+		}
+		count := s.counts[zone]
+		for _, info := range nodeInfo.GetPods() {
+			other := info.GetPod()
+			if other.UID == pod.UID || other.DeletionTimestamp != nil {
+				continue
+			}
+			if otherKey, ok := owner(other); ok && otherKey == key {
+				count++
+			}
+		}
+		s.counts[zone] = count
+		if count > s.highest {
+			s.highest = count
+		}
+	}
+	cycle.Write(stateKey, s)
+	return nil
+}
+
+// Score returns the owner's pod count in the node's zone (a cost);
+// NormalizeScore turns the emptiest zone into MaxNodeScore.
+func (p *Plugin) Score(_ context.Context, cycle fwk.CycleState, _ *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
+	data, err := cycle.Read(stateKey)
+	if err != nil {
+		return 0, fwk.AsStatus(fmt.Errorf("%s: reading cycle state: %w", Name, err))
+	}
+	s := data.(*state)
+	node := nodeInfo.Node()
+	if node == nil {
+		return s.highest, nil
+	}
+	zone, labelled := node.Labels[p.args.TopologyKey]
+	if !labelled {
+		return s.highest, nil
+	}
+	return s.counts[zone], nil
+}
+
+// ScoreExtensions returns the plugin itself for NormalizeScore.
+func (p *Plugin) ScoreExtensions() framework.ScoreExtensions { return p }
+
+// NormalizeScore maps the zone with the fewest of the owner's pods to
+// MaxNodeScore and the fullest to 0.
+func (p *Plugin) NormalizeScore(_ context.Context, _ fwk.CycleState, _ *v1.Pod, scores framework.NodeScoreList) *fwk.Status {
+	nodescore.InvertMinMax(scores)
+	return nil
+}

@@ -1,0 +1,204 @@
+"""scheduler_plugins: the rendered KubeSchedulerConfiguration and in-cluster manifests.
+
+Rendered by the role's own entry points through ansible-playbook; the
+manifests are checked against the Kubernetes 1.34 schemas (kubernetes-validate)
+and for what the issue asks: the v1 profile `gpu-scheduler` with the plugins
+and weights 10/5/3 (+ InterferenceAware), least-privilege RBAC, leader
+election on the scheduler's own Lease. The kind path needs a Docker engine and
+an image, absent here; the binary runs for real on kwok in
+tests/integration/test_scheduler_plugins_kwok.py. Apps opt in with
+`scheduler: plugins`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from tests.support.playbook_json import PlaybookRun, run_playbook
+
+from .test_apps_templates import render as render_apps
+
+KUBERNETES_VERSION = "1.34"
+PLUGINS = ["GPUScheduler", "SpotScheduler", "AZScheduler", "InterferenceAware"]
+
+
+def include(tmp_path: Path, entry: str, variables: dict[str, Any], *, check: bool = False) -> PlaybookRun:
+    plays = [
+        {
+            "hosts": "localhost",
+            "gather_facts": False,
+            "tasks": [
+                {
+                    "name": "Run the entry point",
+                    "ansible.builtin.include_role": {
+                        "name": "interference.orchestrator.scheduler_plugins",
+                        "tasks_from": entry,
+                    },
+                    "vars": variables,
+                },
+                {"name": "Show the manifests", "ansible.builtin.debug": {"var": "scheduler_plugins_manifests"}},
+            ],
+        }
+    ]
+    run = run_playbook(tmp_path, plays, check=check)
+    assert run.returncode == 0, run.stderr + str(run.report)
+    return run
+
+
+def render_config(tmp_path: Path, **extra: Any) -> dict[str, Any]:
+    out = tmp_path / "out"
+    include(tmp_path, "scheduler_config", {"scheduler_plugins_local_dir": str(out), **extra})
+    config: dict[str, Any] = yaml.safe_load((out / "kube-scheduler-config.yaml").read_text())
+    return config
+
+
+def test_default_profile_has_the_plugins_and_weights(tmp_path: Path) -> None:
+    config = render_config(tmp_path, cluster_kubeconfig="/tmp/kwok/kubeconfig.yaml")
+    assert config["apiVersion"] == "kubescheduler.config.k8s.io/v1"
+    assert config["kind"] == "KubeSchedulerConfiguration"
+    assert config["clientConnection"]["kubeconfig"] == "/tmp/kwok/kubeconfig.yaml"
+    assert config["leaderElection"] == {"leaderElect": False}
+    (profile,) = config["profiles"]
+    assert profile["schedulerName"] == "gpu-scheduler"
+    assert profile["plugins"] == {
+        "multiPoint": {
+            "enabled": [
+                {"name": "GPUScheduler", "weight": 10},
+                {"name": "SpotScheduler", "weight": 5},
+                {"name": "AZScheduler", "weight": 3},
+                {"name": "InterferenceAware", "weight": 10},
+            ]
+        }
+    }
+    args = {entry["name"]: entry["args"] for entry in profile["pluginConfig"]}
+    assert args == {
+        "GPUScheduler": {
+            "resourceName": "nvidia.com/gpu",
+            "memoryLabel": "gpu.nvidia.com/memory",
+            "avoidGPUNodesForOtherPods": True,
+        },
+        "SpotScheduler": {"preference": "spot", "optOutAnnotation": "interference.orchestrator/spot"},
+        "AZScheduler": {"topologyKey": "topology.kubernetes.io/zone"},
+        "InterferenceAware": {
+            "profileAnnotation": "interference.orchestrator/profile",
+            "typeLabel": "interference.orchestrator/type",
+        },
+    }
+
+
+def test_weight_zero_disables_the_score_and_the_gpu_filter_can_be_left_out(tmp_path: Path) -> None:
+    config = render_config(
+        tmp_path,
+        scheduler_plugins_weights={"gpu": 10, "spot": 0, "zone": 3, "interference": 0},
+        scheduler_plugins_gpu_filter=False,
+        scheduler_plugins_spot_preference="on-demand",
+    )
+    plugins = config["profiles"][0]["plugins"]
+    assert {"name": "SpotScheduler"} in plugins["multiPoint"]["enabled"]
+    assert plugins["score"] == {"disabled": [{"name": "SpotScheduler"}, {"name": "InterferenceAware"}]}
+    assert plugins["filter"] == {"disabled": [{"name": "GPUScheduler"}]}
+    assert plugins["preFilter"] == {"disabled": [{"name": "GPUScheduler"}]}
+    spot = next(e for e in config["profiles"][0]["pluginConfig"] if e["name"] == "SpotScheduler")
+    assert spot["args"]["preference"] == "on-demand"
+
+
+def test_second_run_changes_nothing_and_check_mode_writes_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    include(tmp_path, "scheduler_config", {"scheduler_plugins_local_dir": str(out)})
+    second = include(tmp_path, "scheduler_config", {"scheduler_plugins_local_dir": str(out)})
+    assert second.stats["changed"] == 0
+    fresh = tmp_path / "fresh"
+    include(tmp_path, "scheduler_config", {"scheduler_plugins_local_dir": str(fresh)}, check=True)
+    assert not fresh.exists()
+
+
+@pytest.fixture(scope="module")
+def manifests(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    run = include(tmp_path_factory.mktemp("manifests"), "manifests", {})
+    (shown,) = run.results("Show the manifests")
+    objects: list[dict[str, Any]] = shown["scheduler_plugins_manifests"]
+    return objects
+
+
+def by_kind(manifests: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
+    (found,) = [m for m in manifests if m["kind"] == kind and m["metadata"]["name"] == name]
+    return found
+
+
+def test_manifests_are_valid_kubernetes_objects(manifests: list[dict[str, Any]]) -> None:
+    assert [m["kind"] for m in manifests] == [
+        "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "RoleBinding",
+        "ConfigMap", "Deployment",
+    ]
+    for manifest in manifests:
+        kubernetes_validate.validate(manifest, KUBERNETES_VERSION, strict=True)
+
+
+def test_rbac_is_least_privilege(manifests: list[dict[str, Any]]) -> None:
+    role = by_kind(manifests, "ClusterRole", "gpu-scheduler")
+    granted = {
+        (group, resource, verb)
+        for rule in role["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+    assert not any("*" in entry for entry in granted)
+    # What binding and leader election need, and nothing cluster-wide on leases or secrets.
+    assert ("", "pods/binding", "create") in granted
+    assert ("events.k8s.io", "events", "create") in granted
+    assert ("storage.k8s.io", "csinodes", "list") in granted
+    assert not any(resource in {"leases", "secrets", "configmaps"} for _, resource, _ in granted)
+    writes = {"create", "update", "patch", "delete"}
+    assert not any(verb in writes and resource == "nodes" for _, resource, verb in granted)
+    lease = by_kind(manifests, "Role", "gpu-scheduler-leader-election")
+    assert lease["metadata"]["namespace"] == "kube-system"
+    named = [rule for rule in lease["rules"] if rule.get("resourceNames")]
+    assert named == [
+        {
+            "apiGroups": ["coordination.k8s.io"],
+            "resources": ["leases"],
+            "resourceNames": ["gpu-scheduler"],
+            "verbs": ["get", "list", "watch", "update", "patch"],
+        }
+    ]
+
+
+def test_deployment_runs_the_plugin_build_with_leader_election(manifests: list[dict[str, Any]]) -> None:
+    config = yaml.safe_load(by_kind(manifests, "ConfigMap", "gpu-scheduler-config")["data"]["config.yaml"])
+    assert "kubeconfig" not in config["clientConnection"]
+    assert config["leaderElection"] == {
+        "leaderElect": True, "resourceName": "gpu-scheduler", "resourceNamespace": "kube-system",
+    }
+    assert [p["name"] for p in config["profiles"][0]["plugins"]["multiPoint"]["enabled"]] == PLUGINS
+    deployment = by_kind(manifests, "Deployment", "gpu-scheduler")
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "gpu-scheduler"
+    (container,) = pod["containers"]
+    assert container["image"] == "interference-gpu-scheduler:0.1.0"
+    assert container["command"][:2] == ["/gpu-scheduler", "--config=/etc/kubernetes/gpu-scheduler/config.yaml"]
+    checksum = deployment["spec"]["template"]["metadata"]["annotations"]["interference.orchestrator/config-checksum"]
+    assert len(checksum) == 40
+
+
+def test_plugins_apps_get_the_gpu_scheduler_and_no_pinning(tmp_path: Path) -> None:
+    apps = [
+        {"name": "trainer", "image": "x", "type": "cpu", "scheduler": "plugins"},
+        {"name": "web", "image": "x", "type": "memory", "scheduler": "extender"},
+        {"name": "pinned", "image": "x", "type": "cpu"},
+    ]
+    run, out = render_apps(tmp_path, apps)
+    assert run.returncode == 0, json.dumps(run.report)[-3000:] + run.stderr
+    data = json.loads(out.read_text())
+    specs = {m["metadata"]["name"]: m["spec"]["template"]["spec"] for m in data["manifests"]}
+    assert specs["trainer"]["schedulerName"] == "gpu-scheduler"
+    assert "nodeSelector" not in specs["trainer"]
+    assert specs["web"]["schedulerName"] == "interference-scheduler"
+    assert "schedulerName" not in specs["pinned"]
+    assert [app["name"] for app in data["placed"]] == ["pinned"]
