@@ -79,7 +79,7 @@ _value:
       description:
         - How the plan was found. V(greedy) (it met the bound at once), V(greedy+local-search) (single-replica
           moves after it), V(greedy+local-search+annealing) (then simulated annealing over relocations and swaps,
-          see O(search_effort)) or V(exact) (branch and bound finished: optimal).
+          see O(search_effort)) or V(exact) (branch and bound finished, so optimal).
       type: str
     nodes:
       description: Per node, in input order, its C(name), the C(apps) placed there (one entry per replica) and its

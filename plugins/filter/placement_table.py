@@ -14,7 +14,7 @@ author: interference.orchestrator maintainers
 description:
   - One row per app and node, columns C(APP), C(TYPE), C(NODE) and C(INTERFERENCE), aligned. INTERFERENCE is the sum
     of the scores of the pairs the app forms with other apps on that node; 0 means no noisy neighbour.
-  - Apps left to the scheduler extender (C(scheduler: extender)) or to the plugins build (C(scheduler: plugins)) get
+  - Apps left to the scheduler extender (C(scheduler=extender)) or to the plugins build (C(scheduler=plugins)) get
     one row saying which scheduler chooses their nodes.
   - The last lines are the plan's warning, when there is one, and the total interference.
 positional: scheduler_name
@@ -28,7 +28,7 @@ options:
     type: str
     default: interference-scheduler
   plugins_scheduler_name:
-    description: Name of the scheduler-framework plugins build that places the apps with C(scheduler: plugins).
+    description: Name of the scheduler-framework plugins build that places the apps with C(scheduler=plugins).
     type: str
     default: gpu-scheduler
 """

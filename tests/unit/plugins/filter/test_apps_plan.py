@@ -35,6 +35,7 @@ def test_plan_apps_gives_each_app_its_nodes_type_label_and_profile() -> None:
         "name": "c-ray",
         "app": APPS[0],
         "extender": False,
+        "scheduler": None,
         "nodes": ["w1", "w2"],
         "type_label": "cpu",
         "profile": {"cpu": 1.0},
@@ -94,6 +95,26 @@ def deployment(name: str, planned: str | None, item: str | None) -> dict[str, An
     if item is not None:
         annotations["interference.orchestrator/app"] = item
     return {"metadata": {"name": name, "annotations": annotations}}
+
+
+def test_plugins_apps_are_left_to_the_plugins_scheduler_and_named_in_the_table() -> None:
+    apps = [
+        {"name": "c-ray", "image": "pts/c-ray", "type": "cpu"},
+        {"name": "trainer", "image": "example/trainer", "type": "cpu", "scheduler": "plugins"},
+        {"name": "mbw", "image": "pts/mbw", "type": "memory", "scheduler": "extender"},
+    ]
+    plan = plan_apps(apps, NODES)
+    by_name = {entry["name"]: entry for entry in plan["apps"]}
+    assert (by_name["trainer"]["extender"], by_name["trainer"]["scheduler"], by_name["trainer"]["nodes"]) == (
+        True, "plugins", [],
+    )
+    assert by_name["mbw"]["scheduler"] == "extender"
+    assert by_name["c-ray"]["nodes"] and by_name["c-ray"]["scheduler"] is None
+    # Only the pinned app is in the engine's plan.
+    assert [node["apps"] for node in plan["report"]["nodes"] if node["apps"]] == [["c-ray"]]
+    table = placement_table(plan, "interference-scheduler", "gpu-scheduler")
+    assert any(line.split() == ["trainer", "cpu", "chosen", "by", "gpu-scheduler", "-"] for line in table)
+    assert any(line.split() == ["mbw", "memory", "chosen", "by", "interference-scheduler", "-"] for line in table)
 
 
 def test_deployed_apps_reads_previous_and_unlisted() -> None:
