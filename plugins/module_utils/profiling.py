@@ -29,6 +29,7 @@ from .model import parse_apps
 
 FIT_STEPS = 20_000
 FIT_TOLERANCE = 1e-12
+FIT_START_FLOOR = 0.05
 
 
 def pair_key(left: str, right: str) -> str:
@@ -86,7 +87,10 @@ def fit_profiles(apps: Sequence[Mapping[str, Any]], scores: Mapping[str, float])
         if isinstance(score, bool) or not isinstance(score, (int, float)) or score < 0 or math.isnan(score):
             raise ExperimentError(f"pair {key!r}: score must be a number >= 0, got {score!r}")
         targets.append((index[left], index[right], float(score)))
-    profiles = [list(app.profile) for app in parsed]
+    # A resource nobody presses on has zero gradient for ever, so every start
+    # gets a little of each: the fit may then use a resource the declared
+    # profiles left out.
+    profiles = [[min(1.0, v + FIT_START_FLOOR) for v in app.profile] for app in parsed]
 
     def loss() -> float:
         return sum((dot(profiles[a], profiles[b]) - s) ** 2 for a, b, s in targets)
