@@ -18,6 +18,7 @@ description:
   - V(alternating) is the seed service's policy - apps of each type alternate between the first two nodes.
   - V(scheduler) pins nothing, so kube-scheduler chooses (the value is null).
   - V(worst) puts the apps pressing on the same resource together on one node.
+  - V(pair) (profiling) puts every app on the first node; the experiment runs the apps two at a time there.
   - Fails with a clear message on an unknown policy, bad apps, or fewer than two nodes for a policy that needs two.
 positional: nodes, policies
 options:
@@ -32,7 +33,7 @@ options:
     elements: raw
     required: true
   policies:
-    description: Policies to plan, among V(baseline), V(engine), V(alternating), V(scheduler), V(worst).
+    description: Policies to plan, among V(baseline), V(engine), V(alternating), V(scheduler), V(worst), V(pair).
     type: list
     elements: str
     required: true

@@ -22,8 +22,9 @@ from .interference import dominant_dimension
 from .model import parse_apps, parse_nodes
 from .placement import place
 
-# The policies an experiment can compare; `baseline` is each app alone.
-POLICIES: tuple[str, ...] = ("baseline", "engine", "alternating", "scheduler", "worst")
+# The policies an experiment can compare; `baseline` is each app alone and
+# `pair` (profiling) each pair of apps alone together on the first node.
+POLICIES: tuple[str, ...] = ("baseline", "engine", "alternating", "scheduler", "worst", "pair")
 
 
 class ExperimentError(PlacementError):
@@ -92,7 +93,7 @@ def policy_plans(
     parse_apps(apps)
     plans: dict[str, dict[str, str | None]] = {}
     for policy in policies:
-        if policy == "baseline":
+        if policy in ("baseline", "pair"):
             plans[policy] = {app["name"]: names[0] for app in apps}
         elif policy == "engine":
             plans[policy] = dict(engine_plan(apps, nodes))
@@ -105,6 +106,42 @@ def policy_plans(
                 raise ExperimentError(f"policy 'scheduler' needs 2 schedulable nodes, found {len(names)}")
             plans[policy] = {app["name"]: None for app in apps}
     return plans
+
+
+def build_rounds(
+    apps: Sequence[Mapping[str, Any]], nodes: Sequence[Any], policies: Sequence[str], repeats: int
+) -> dict[str, Any]:
+    """The experiment's rounds: each a set of Jobs that run together, then the next round.
+
+    Per repeat, in policy order: `baseline` gives one round per app (alone on
+    the first node), `pair` one round per pair of apps (both on the first
+    node), any other policy one round with every app where its plan says.
+    Repeats are the outer loop, so slow drift of the machine's load spreads
+    over all policies. Returns {plans, rounds: [{index, policy, repeat, jobs:
+    [{app, node, pair}]}]} with node None where kube-scheduler chooses.
+    """
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise ExperimentError(f"repeats must be a whole number >= 1, got {repeats!r}")
+    plans = policy_plans(apps, nodes, policies)
+    names = [app["name"] for app in apps]
+    rounds: list[dict[str, Any]] = []
+
+    def add(policy: str, repeat: int, jobs: list[dict[str, Any]]) -> None:
+        rounds.append({"index": len(rounds), "policy": policy, "repeat": repeat, "jobs": jobs})
+
+    for repeat in range(repeats):
+        for policy, plan in plans.items():
+            if policy == "baseline":
+                for name in names:
+                    add(policy, repeat, [{"app": name, "node": plan[name], "pair": None}])
+            elif policy == "pair":
+                for i, left in enumerate(names):
+                    for right in names[i + 1:]:
+                        pair = [left, right]
+                        add(policy, repeat, [{"app": n, "node": plan[n], "pair": pair} for n in pair])
+            else:
+                add(policy, repeat, [{"app": n, "node": plan[n], "pair": None} for n in names])
+    return {"plans": plans, "rounds": rounds}
 
 
 def parse_result_line(log: str) -> dict[str, Any]:

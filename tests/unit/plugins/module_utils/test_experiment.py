@@ -8,6 +8,7 @@ import pytest
 from ansible_collections.interference.orchestrator.plugins.module_utils.errors import AppInputError
 from ansible_collections.interference.orchestrator.plugins.module_utils.experiment import (
     ExperimentError,
+    build_rounds,
     parse_result_line,
     policy_plans,
     slowdown,
@@ -119,3 +120,22 @@ def test_an_app_without_a_successful_baseline_has_no_figures() -> None:
     assert summary["rows"] == [
         {"policy": "engine", "app": "a", "n": 0, "median": None, "min": None, "max": None, "failed": 0}
     ]
+
+
+def test_rounds_run_each_app_alone_each_policy_together_and_each_pair_repeat_by_repeat() -> None:
+    built = build_rounds(APPS[:3], ["w1", "w2"], ["baseline", "worst", "pair"], 2)
+    rounds = built["rounds"]
+    per_repeat = 3 + 1 + 3  # three apps alone, one round of the policy, three pairs
+    assert len(rounds) == 2 * per_repeat
+    assert [r["index"] for r in rounds] == list(range(len(rounds)))
+    assert [r["repeat"] for r in rounds] == [0] * per_repeat + [1] * per_repeat
+    assert [len(r["jobs"]) for r in rounds[:per_repeat]] == [1, 1, 1, 3, 2, 2, 2]
+    assert rounds[3]["jobs"] == [
+        {"app": "c-ray", "node": "w1", "pair": None},
+        {"app": "compress-7zip", "node": "w1", "pair": None},
+        {"app": "mbw", "node": "w2", "pair": None},
+    ]
+    assert rounds[4]["jobs"][0]["pair"] == ["c-ray", "compress-7zip"]
+    assert {j["node"] for r in rounds if r["policy"] == "pair" for j in r["jobs"]} == {"w1"}
+    with pytest.raises(ExperimentError, match="repeats must be a whole number"):
+        build_rounds(APPS, ["w1", "w2"], ["engine"], 0)
