@@ -5,7 +5,8 @@ images, isolated workers), runs playbooks/experiment.yml and
 playbooks/profile.yml with one repeat at RUN_BENCHMARK_SCALE=1, checks what
 they wrote, and deletes the cluster. Needs a Docker engine and the tools
 `make tools` builds; skipped with the reason when either is missing. Takes
-several minutes: the workloads really run.
+several minutes: the workloads really run. KIND_NODE_IMAGE names a node
+image to use instead of the one the kind_cluster role builds.
 """
 
 from __future__ import annotations
@@ -44,6 +45,9 @@ pytestmark = [
 def playbook(env: dict[str, str], path: str, *extra: str) -> subprocess.CompletedProcess[str]:
     args = [str(VENV_BIN / "ansible-playbook"), path, "-e", "cluster_provider=kind", "-e", f"cluster_name={CLUSTER}",
             "-e", "image_source=offline", *extra]
+    # A node image built beforehand (e.g. by CI) instead of the one the kind_cluster role would build.
+    if os.environ.get("KIND_NODE_IMAGE"):
+        args += ["-e", f"kind_cluster_node_image={os.environ['KIND_NODE_IMAGE']}"]
     return subprocess.run(args, cwd=REPO, env=env, capture_output=True, text=True, check=False)
 
 
