@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -51,6 +52,12 @@ def playbook(env: dict[str, str], path: str, *extra: str) -> subprocess.Complete
     return subprocess.run(args, cwd=REPO, env=env, capture_output=True, text=True, check=False)
 
 
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
 def tail(run: subprocess.CompletedProcess[str]) -> str:
     return (run.stdout + run.stderr)[-6000:]
 
@@ -65,7 +72,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
         "KUBECONFIG": str(home / "kubeconfig"),
     }
     try:
-        created = playbook(env, "site.yml", "--skip-tags", "monitoring,extender")
+        # Grafana is skipped, but kind still publishes its port: 3000 may belong to another cluster.
+        port = f"grafana_host_port={free_port()}"
+        created = playbook(env, "site.yml", "--skip-tags", "monitoring,extender", "-e", port)
         assert created.returncode == 0, tail(created)
         yield env
     finally:
