@@ -1,6 +1,6 @@
-"""Placement policies the engine is measured against (benchmarks), and how people label apps without it.
+"""Placement policies the engine is measured against (benchmarks).
 
-The policies ignore constraints on purpose: they are what people did before.
+Both ignore constraints on purpose: they are what people did before.
 """
 
 from __future__ import annotations
@@ -8,10 +8,6 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from ansible_collections.interference.orchestrator.plugins.module_utils.interference import (
-    PRESSURE_DIMENSIONS,
-    Profile,
-)
 from ansible_collections.interference.orchestrator.plugins.module_utils.model import App
 
 
@@ -40,12 +36,3 @@ def random_assignment(apps: Sequence[App], node_count: int, seed: int = 0) -> li
     rng = random.Random(seed)
     return [[rng.randrange(node_count) for _ in range(app.replicas)] for app in apps]
 
-
-def dominant_dimension(profile: Profile) -> str:
-    """Name of the resource a profile presses on most (the first one on ties): the type label a user would give it.
-
-    What people label mixed-profile apps by when all they have is a label
-    (kube-scheduler's anti-affinity on the type label, in the benchmarks).
-    """
-    best = max(range(len(profile)), key=lambda i: (profile[i], -i))
-    return PRESSURE_DIMENSIONS[best]

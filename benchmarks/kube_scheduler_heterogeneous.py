@@ -38,11 +38,11 @@ sys.path.insert(0, str(REPO / "collections"))
 sys.path.insert(0, str(REPO))
 
 from ansible_collections.interference.orchestrator.plugins.module_utils.interference import (  # noqa: E402
+    dominant_dimension,
     profile_for_type,
     profile_from_mapping,
 )
 from ansible_collections.interference.orchestrator.plugins.module_utils.placement import place  # noqa: E402
-from baselines import dominant_dimension  # noqa: E402  (benchmarks/, the script's own folder)
 from placement import make_heterogeneous  # noqa: E402  (benchmarks/, the script's own folder)
 
 from tests.support.kwok import KwokCluster, missing_tools, wait_for  # noqa: E402

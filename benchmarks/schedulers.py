@@ -52,12 +52,12 @@ for entry in (str(REPO / "collections"), str(REPO)):
 from ansible_collections.interference.orchestrator.plugins.module_utils.interference import (  # noqa: E402
     PRESSURE_DIMENSIONS,
     Profile,
+    dominant_dimension,
     interference_lower_bound,
     node_interference,
     profile_for_type,
     profile_from_mapping,
 )
-from baselines import dominant_dimension  # noqa: E402  (benchmarks/, the script's own folder)
 
 from tests.support import kwok  # noqa: E402
 from tests.support import scheduler_plugins as plugins  # noqa: E402

@@ -89,6 +89,21 @@ probe_image() {
   rm -rf "$dir"
 }
 
+# Each kind node runs systemd and a kubelet, which use inotify instances; the
+# kernel's default of 128 lets a second cluster's kubelet fail its health
+# check. Raised to what kind's known-issues page suggests, never lowered.
+raise_inotify_limits() {
+  local key want now
+  for key in fs.inotify.max_user_instances=512 fs.inotify.max_user_watches=524288; do
+    want=${key#*=}
+    now=$(sysctl -n "${key%=*}" 2>/dev/null || echo 0)
+    if ((now < want)); then
+      sysctl -qw "$key" && log "raised ${key%=*} from $now to $want (kind's known issues)" ||
+        log "could not raise ${key%=*} (is $now): several kind clusters at once may fail"
+    fi
+  done
+}
+
 privileged_works() { docker run --rm --privileged "$probe_image" >/dev/null 2>"$state/probe.err"; }
 
 start() {
@@ -104,6 +119,7 @@ start() {
   install_engine
   mkdir -p "$state"
   install -m 0755 "$repo_root/scripts/runc-drop-caps" "$state/$runtime_name"
+  raise_inotify_limits
   launch
   probe_image
   if privileged_works; then

@@ -54,6 +54,16 @@ def pair_reason(left: Profile, right: Profile) -> str:
     return "both stress " + ", ".join(shared) if shared else "no shared resource"
 
 
+def dominant_dimension(profile: Profile) -> str:
+    """Name of the resource a profile presses on most (the first one on ties).
+
+    The type label a user would give a mixed-profile app: what the experiment's
+    same-type policies and the benchmarks' label-based schedulers group by.
+    """
+    best = max(range(len(profile)), key=lambda i: (profile[i], -i))
+    return PRESSURE_DIMENSIONS[best]
+
+
 def node_interference(profiles: Iterable[Profile]) -> float:
     """Sum of pairwise interference among the replicas on one node (score).
 

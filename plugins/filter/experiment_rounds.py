@@ -1,0 +1,69 @@
+"""Filter plugin: the rounds of an experiment, the Jobs that run together."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ansible_collections.interference.orchestrator.plugins.module_utils.experiment import build_rounds
+from ansible_collections.interference.orchestrator.plugins.plugin_utils.placement_boundary import run_engine
+
+DOCUMENTATION = r"""
+name: experiment_rounds
+short_description: The rounds of an experiment - the Jobs that run together, per policy and repeat
+version_added: 0.2.0
+author: interference.orchestrator maintainers
+description:
+  - Per repeat, in policy order, V(baseline) gives one round per app (alone on the first node), V(pair) one round
+    per pair of apps (both on the first node), any other policy one round with every app where
+    P(interference.orchestrator.experiment_plans#filter) puts it.
+  - Bad apps, an unknown policy or too few nodes fail with a message naming them.
+positional: nodes, policies, repeats
+options:
+  _input:
+    description: The apps, as for P(interference.orchestrator.place#filter).
+    type: list
+    elements: dict
+    required: true
+  nodes:
+    description: Node names or node dicts (P(interference.orchestrator.nodes_from_k8s#filter)).
+    type: list
+    elements: raw
+    required: true
+  policies:
+    description: Policies, among V(baseline), V(engine), V(alternating), V(scheduler), V(worst), V(pair).
+    type: list
+    elements: str
+    required: true
+  repeats:
+    description: How many times each round runs.
+    type: int
+    required: true
+"""
+
+EXAMPLES = r"""
+- name: Two repeats of the baseline and the engine's plan
+  ansible.builtin.debug:
+    msg: "{{ apps | interference.orchestrator.experiment_rounds(['w1', 'w2'], ['baseline', 'engine'], 2) }}"
+  vars:
+    apps:
+      - {name: c-ray, image: pts/c-ray, type: cpu}
+      - {name: mbw, image: pts/mbw, type: memory}
+"""
+
+RETURN = r"""
+_value:
+  description: C(plans) (policy -> app -> node) and C(rounds) (C(index), C(policy), C(repeat), C(jobs) - C(app), C(node), C(pair)).
+  type: dict
+"""
+
+
+def experiment_rounds(apps: list[dict[str, Any]], nodes: list[Any], policies: list[str], repeats: int) -> dict[str, Any]:
+    """The plans and the rounds of Jobs that run together."""
+    return run_engine(build_rounds, apps, nodes, policies, int(repeats))
+
+
+class FilterModule:
+    """Ansible filter plugin entry point."""
+
+    def filters(self) -> dict[str, Any]:
+        return {"experiment_rounds": experiment_rounds}

@@ -1,0 +1,56 @@
+"""Filter plugin: give the apps that opt in their measured pressure profile."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ansible_collections.interference.orchestrator.plugins.module_utils.profiling import apply_profiles
+from ansible_collections.interference.orchestrator.plugins.plugin_utils.placement_boundary import run_engine
+
+DOCUMENTATION = r"""
+name: measured_profiles
+short_description: Use the measured pressure profile for apps with profile_from=measured
+version_added: 0.2.0
+author: interference.orchestrator maintainers
+description:
+  - An app with C(profile_from=measured) gets C(profile) from the measured profiles (written by playbooks/profile.yml
+    into group_vars/all/measured_profiles.yml); its declared C(type) stays for labels and reports.
+  - Apps without C(profile_from) are returned unchanged; an app that opts in but has no measured profile is an error
+    naming it.
+positional: profiles
+options:
+  _input:
+    description: The apps.
+    type: list
+    elements: dict
+    required: true
+  profiles:
+    description: App name -> resource -> pressure (the C(measured_profiles) variable).
+    type: dict
+    required: true
+"""
+
+EXAMPLES = r"""
+- name: Place with measured profiles
+  ansible.builtin.debug:
+    msg: "{{ apps | interference.orchestrator.measured_profiles(measured_profiles) | interference.orchestrator.place(nodes) }}"
+"""
+
+RETURN = r"""
+_value:
+  description: The apps, those with C(profile_from=measured) carrying the measured C(profile).
+  type: list
+  elements: dict
+"""
+
+
+def measured_profiles(apps: list[dict[str, Any]], profiles: dict[str, Any]) -> list[dict[str, Any]]:
+    """The apps with measured profiles applied."""
+    return run_engine(apply_profiles, apps, profiles)
+
+
+class FilterModule:
+    """Ansible filter plugin entry point."""
+
+    def filters(self) -> dict[str, Any]:
+        return {"measured_profiles": measured_profiles}

@@ -1,0 +1,141 @@
+"""The experiment's pure parts: the policies' plans, RESULT lines, slowdown statistics."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from ansible_collections.interference.orchestrator.plugins.module_utils.errors import AppInputError
+from ansible_collections.interference.orchestrator.plugins.module_utils.experiment import (
+    ExperimentError,
+    build_rounds,
+    parse_result_line,
+    policy_plans,
+    slowdown,
+    summarize,
+)
+
+APPS = [
+    {"name": "c-ray", "image": "pts/c-ray", "type": "cpu"},
+    {"name": "compress-7zip", "image": "pts/compress-7zip", "type": "cpu"},
+    {"name": "mbw", "image": "pts/mbw", "type": "memory"},
+    {"name": "stressapptest", "image": "pts/stressapptest", "type": "memory"},
+]
+
+
+def test_worst_puts_each_type_together_and_the_engine_and_alternating_mix_them() -> None:
+    plans = policy_plans(APPS, ["w1", "w2"], ["baseline", "engine", "alternating", "scheduler", "worst"])
+    assert plans["worst"] == {"c-ray": "w1", "compress-7zip": "w1", "mbw": "w2", "stressapptest": "w2"}
+    assert plans["alternating"] == {"c-ray": "w1", "compress-7zip": "w2", "mbw": "w1", "stressapptest": "w2"}
+    assert plans["scheduler"] == dict.fromkeys(plans["scheduler"])
+    assert set(plans["baseline"].values()) == {"w1"}
+    engine = plans["engine"]
+    assert engine["c-ray"] != engine["compress-7zip"]
+    assert engine["mbw"] != engine["stressapptest"]
+
+
+def test_alternating_uses_the_dominant_resource_of_apps_with_only_a_profile() -> None:
+    apps = [
+        {"name": "a", "image": "x", "profile": {"memory_bandwidth": 0.9, "cpu": 0.1}},
+        {"name": "b", "image": "x", "profile": {"memory_bandwidth": 0.7}},
+    ]
+    assert policy_plans(apps, ["w1", "w2"], ["alternating"])["alternating"] == {"a": "w1", "b": "w2"}
+
+
+@pytest.mark.parametrize("policy", ["alternating", "scheduler", "worst"])
+def test_a_policy_that_needs_two_nodes_fails_clearly_with_one(policy: str) -> None:
+    with pytest.raises(ExperimentError, match=f"policy '{policy}' needs 2 schedulable nodes, found 1"):
+        policy_plans(APPS, ["w1"], [policy])
+
+
+def test_unknown_policy_and_bad_app_are_named() -> None:
+    with pytest.raises(ExperimentError, match="unknown policy 'random'"):
+        policy_plans(APPS, ["w1", "w2"], ["engine", "random"])
+    with pytest.raises(AppInputError, match=r"apps\[1\] \(b\): field 'type'"):
+        policy_plans([APPS[0], {"name": "b", "image": "x", "type": "gpu"}], ["w1", "w2"], ["engine"])
+
+
+def test_result_line_is_the_last_result_of_the_log() -> None:
+    log = 'noise\nRESULT {"value": 1, "better": "lower", "wall_seconds": 1}\n' \
+          'RESULT {"workload": "mbw", "value": 2018.5, "better": "higher", "wall_seconds": 2.3}\n'
+    assert parse_result_line(log)["value"] == 2018.5
+
+
+@pytest.mark.parametrize(
+    ("log", "problem"),
+    [
+        ("Killed\n", "no RESULT line"),
+        ("RESULT {oops\n", "not JSON"),
+        ('RESULT {"value": 0, "better": "lower", "wall_seconds": 1}', "no positive value"),
+        ('RESULT {"value": 3, "better": "faster", "wall_seconds": 1}', "'better' must be"),
+        ('RESULT {"value": 3, "better": "lower"}', "no wall_seconds"),
+    ],
+)
+def test_a_log_without_a_valid_result_is_an_error(log: str, problem: str) -> None:
+    with pytest.raises(ExperimentError, match=problem):
+        parse_result_line(log)
+
+
+def test_slowdown_follows_the_direction_of_the_figure() -> None:
+    assert slowdown(2.0, 3.0, "lower") == pytest.approx(1.5)
+    assert slowdown(2000.0, 1000.0, "higher") == pytest.approx(2.0)
+    with pytest.raises(ExperimentError):
+        slowdown(0.0, 1.0, "lower")
+
+
+def run(policy: str, app: str, value: float | None, better: str = "lower", repeat: int = 0) -> dict[str, Any]:
+    if value is None:
+        return {"policy": policy, "app": app, "repeat": repeat, "status": "failed", "result": None, "log": "boom"}
+    result = {"value": value, "better": better, "unit": "s", "wall_seconds": value}
+    return {"policy": policy, "app": app, "repeat": repeat, "status": "succeeded", "result": result}
+
+
+def test_summary_gives_median_and_spread_per_app_and_policy_and_counts_failures_apart() -> None:
+    results = {
+        "runs": [
+            run("baseline", "a", 2.0),
+            run("baseline", "a", 4.0, repeat=1),  # median baseline 3.0
+            run("baseline", "m", 1000.0, better="higher"),
+            run("worst", "a", 3.0),
+            run("worst", "a", 6.0, repeat=1),
+            run("worst", "a", None, repeat=2),
+            run("worst", "m", 500.0, better="higher"),
+            run("engine", "a", 3.0),
+            run("engine", "m", 1000.0, better="higher"),
+        ]
+    }
+    summary = summarize(results)
+    rows = {(r["policy"], r["app"]): r for r in summary["rows"]}
+    assert rows[("worst", "a")] == {"policy": "worst", "app": "a", "n": 2, "median": 1.5, "min": 1.0, "max": 2.0,
+                                     "failed": 1}
+    assert rows[("worst", "m")]["median"] == pytest.approx(2.0)
+    assert rows[("engine", "m")]["median"] == pytest.approx(1.0)
+    assert summary["policies"]["worst"]["n"] == 3
+    assert summary["policies"]["worst"]["failed"] == 1
+    assert summary["baselines"]["a"]["value"] == 3.0
+
+
+def test_an_app_without_a_successful_baseline_has_no_figures() -> None:
+    summary = summarize({"runs": [run("baseline", "a", None), run("engine", "a", 2.0)]})
+    assert summary["rows"] == [
+        {"policy": "engine", "app": "a", "n": 0, "median": None, "min": None, "max": None, "failed": 0}
+    ]
+
+
+def test_rounds_run_each_app_alone_each_policy_together_and_each_pair_repeat_by_repeat() -> None:
+    built = build_rounds(APPS[:3], ["w1", "w2"], ["baseline", "worst", "pair"], 2)
+    rounds = built["rounds"]
+    per_repeat = 3 + 1 + 3  # three apps alone, one round of the policy, three pairs
+    assert len(rounds) == 2 * per_repeat
+    assert [r["index"] for r in rounds] == list(range(len(rounds)))
+    assert [r["repeat"] for r in rounds] == [0] * per_repeat + [1] * per_repeat
+    assert [len(r["jobs"]) for r in rounds[:per_repeat]] == [1, 1, 1, 3, 2, 2, 2]
+    assert rounds[3]["jobs"] == [
+        {"app": "c-ray", "node": "w1", "pair": None},
+        {"app": "compress-7zip", "node": "w1", "pair": None},
+        {"app": "mbw", "node": "w2", "pair": None},
+    ]
+    assert rounds[4]["jobs"][0]["pair"] == ["c-ray", "compress-7zip"]
+    assert {j["node"] for r in rounds if r["policy"] == "pair" for j in r["jobs"]} == {"w1"}
+    with pytest.raises(ExperimentError, match="repeats must be a whole number"):
+        build_rounds(APPS, ["w1", "w2"], ["engine"], 0)
