@@ -10,8 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from . import playbook_json
-from .playbook_json import VENV_BIN, run_playbook
+from tests.support import playbook_json
+from tests.support.playbook_json import VENV_BIN, run_playbook
 
 APPS = [
     {"name": "c-ray", "image": "pts/c-ray", "type": "cpu"},

@@ -7,8 +7,8 @@ from typing import Any
 
 import yaml
 
-from . import playbook_json
-from .playbook_json import run_playbook
+from tests.support import playbook_json
+from tests.support.playbook_json import run_playbook
 
 
 def render(tmp_path: Path, **extra: Any) -> dict[str, Any]:
