@@ -23,6 +23,8 @@ from typing import Any
 
 import yaml
 
+from tests.support.playbook_json import run_role_entry_point
+
 REPO = Path(__file__).resolve().parents[2]
 TOOLS = REPO / ".cache" / "bin"
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kwokctl", "kubectl")
@@ -57,35 +59,9 @@ def render_scheduler_config(
 ) -> tuple[Path, Path]:
     """Run the role's scheduler_config entry point; returns (KubeSchedulerConfiguration, policy) paths."""
     directory.mkdir(parents=True, exist_ok=True)
-    playbook = directory / "render-scheduler-config.yml"
     variables = {"scheduler_extender_local_dir": str(directory), "scheduler_extender_local_listen": listen}
     variables.update(extra_vars or {})
-    playbook.write_text(
-        yaml.safe_dump(
-            [
-                {
-                    "name": "Render the extender's scheduler configuration",
-                    "hosts": "localhost",
-                    "gather_facts": False,
-                    "tasks": [
-                        {
-                            "name": "Render",
-                            "ansible.builtin.include_role": {
-                                "name": "interference.orchestrator.scheduler_extender",
-                                "tasks_from": "scheduler_config",
-                            },
-                            "vars": variables,
-                        }
-                    ],
-                }
-            ]
-        )
-    )
-    env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg")}
-    subprocess.run(
-        [str(REPO / ".venv" / "bin" / "ansible-playbook"), "-i", str(REPO / "inventory" / "hosts.yml"), str(playbook)],
-        check=True, cwd=REPO, env=env, capture_output=True, text=True,
-    )
+    run_role_entry_point(directory, "scheduler_extender", "scheduler_config", variables)
     return directory / "kube-scheduler-config.yaml", directory / "policy.yml"
 
 

@@ -95,3 +95,21 @@ def role_play(role: str, tasks_from: str = "main", *after: dict[str, Any]) -> li
     """A one-play playbook on localhost that runs one task file of one of our roles, then `after`."""
     include = {"name": f"interference.orchestrator.{role}", "tasks_from": tasks_from}
     return [{"hosts": "localhost", "gather_facts": False, "tasks": [{"ansible.builtin.include_role": include}, *after]}]
+
+
+def run_role_entry_point(directory: Path, role: str, tasks_from: str, variables: dict[str, Any]) -> None:
+    """Run one task file of one of our roles with `variables`, as site.yml would; fail loudly if it fails.
+
+    For harnesses that need what a role renders (a scheduler configuration)
+    rather than a report of the run.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    playbook = directory / f"run-{role}-{tasks_from}.yml"
+    include = {"name": f"interference.orchestrator.{role}", "tasks_from": tasks_from}
+    task = {"name": f"Run {role} {tasks_from}", "ansible.builtin.include_role": include, "vars": variables}
+    playbook.write_text(yaml.safe_dump([{"hosts": "localhost", "gather_facts": False, "tasks": [task]}]))
+    subprocess.run(
+        [str(VENV_BIN / "ansible-playbook"), "-i", str(REPO / "inventory" / "hosts.yml"), str(playbook)],
+        check=True, cwd=REPO, env={**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg")},
+        capture_output=True, text=True,
+    )

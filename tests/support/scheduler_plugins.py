@@ -13,16 +13,14 @@ it on kwok. Shared by the integration tests and benchmarks/schedulers.py.
 from __future__ import annotations
 
 import json
-import os
 import ssl
 import subprocess
 import urllib.request
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from tests.support.kwok import REPO, TOOLS, KwokCluster, free_port, wait_for
+from tests.support.kwok import TOOLS, KwokCluster, free_port, wait_for
+from tests.support.playbook_json import run_role_entry_point
 
 GPU_SCHEDULER = TOOLS / "gpu-scheduler"
 GROUP_LABEL = "scheduler-plugins-test/group"
@@ -33,33 +31,7 @@ def render_config(directory: Path, kubeconfig: Path, extra_vars: dict[str, Any] 
     directory.mkdir(parents=True, exist_ok=True)
     variables = {"scheduler_plugins_local_dir": str(directory), "cluster_kubeconfig": str(kubeconfig)}
     variables.update(extra_vars or {})
-    playbook = directory / "render-scheduler-config.yml"
-    playbook.write_text(
-        yaml.safe_dump(
-            [
-                {
-                    "name": "Render the plugin scheduler's configuration",
-                    "hosts": "localhost",
-                    "gather_facts": False,
-                    "tasks": [
-                        {
-                            "name": "Render",
-                            "ansible.builtin.include_role": {
-                                "name": "interference.orchestrator.scheduler_plugins",
-                                "tasks_from": "scheduler_config",
-                            },
-                            "vars": variables,
-                        }
-                    ],
-                }
-            ]
-        )
-    )
-    env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg")}
-    subprocess.run(
-        [str(REPO / ".venv" / "bin" / "ansible-playbook"), "-i", str(REPO / "inventory" / "hosts.yml"), str(playbook)],
-        check=True, cwd=REPO, env=env, capture_output=True, text=True,
-    )
+    run_role_entry_point(directory, "scheduler_plugins", "scheduler_config", variables)
     return directory / "kube-scheduler-config.yaml"
 
 
