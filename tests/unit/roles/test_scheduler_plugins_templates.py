@@ -201,4 +201,8 @@ def test_plugins_apps_get_the_gpu_scheduler_and_no_pinning(tmp_path: Path) -> No
     assert "nodeSelector" not in specs["trainer"]
     assert specs["web"]["schedulerName"] == "interference-scheduler"
     assert "schedulerName" not in specs["pinned"]
-    assert [app["name"] for app in data["placed"]] == ["pinned"]
+    # Only the pinned app has nodes in the plan; the other two are left to their schedulers.
+    planned = {entry["name"]: (entry["nodes"], entry["scheduler"]) for entry in data["plan"]["apps"]}
+    assert planned["trainer"] == ([], "plugins")
+    assert planned["web"] == ([], "extender")
+    assert planned["pinned"][0] and planned["pinned"][1] is None
