@@ -391,3 +391,21 @@ def test_strict_fails_when_interference_is_unavoidable(tmp_path: Path) -> None:
     assert "strict placement: zero interference is impossible" in output
     assert "Traceback" not in output
     assert not out.exists()
+
+
+def test_apps_with_profile_from_measured_are_placed_and_annotated_with_the_measured_profile(tmp_path: Path) -> None:
+    """The role applies apps_measured_profiles before planning: pods carry the measured pressure, not the type's."""
+    apps = [
+        {"name": "a", "image": "pts/c-ray", "type": "cpu", "profile_from": "measured"},
+        {"name": "b", "image": "pts/mbw", "type": "memory"},
+    ]
+    out = tmp_path / "rendered.json"
+    run = run_playbook(tmp_path, render_plays(out), {"apps": apps, "apps_measured_profiles": {"a": {"llc": 0.5}}})
+    assert run.returncode == 0, json.dumps(run.report)[-3000:] + run.stderr
+    data = json.loads(out.read_text())
+    annotations = {
+        m["metadata"]["name"]: m["spec"]["template"]["metadata"]["annotations"]["interference.orchestrator/profile"]
+        for m in data["manifests"]
+    }
+    assert json.loads(annotations["a"]) == {"llc": 0.5}
+    assert json.loads(annotations["b"]) == {"memory_bandwidth": 1.0}
