@@ -39,7 +39,7 @@ lint: setup  ## ruff, mypy, ansible-lint (production profile), syntax-check
 	$(BIN)/ansible-playbook --syntax-check site.yml
 	$(BIN)/ansible-lint --profile production
 
-unit: setup  ## pytest tests/unit: engine, filters, role templates, extender; no cluster, under a minute
+unit: setup  ## pytest tests/unit: engine, filters, role templates, extender, scripts; no cluster
 	$(BIN)/pytest -q -rs tests/unit
 
 integration: setup tools  ## pytest tests/integration: roles and the extender on a real control plane (kwok)
