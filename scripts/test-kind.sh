@@ -8,17 +8,20 @@ set -euo pipefail
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo_root"
 
+# mktemp, not a name from the pid: a file left by another user under a reused
+# pid would be unwritable and the reason lost.
+engine_log=$(mktemp)
+trap 'rm -f "$engine_log"' EXIT
 rc=0
-"$repo_root/scripts/docker-engine.sh" start 2> >(tee /tmp/interference-docker-engine.$$ >&2) || rc=$?
+"$repo_root/scripts/docker-engine.sh" start 2> >(tee "$engine_log" >&2) || rc=$?
 wait
 if ((rc == 3)); then
-  reason=$(sed -n 's/^\[docker-engine\] no Docker engine: //p' /tmp/interference-docker-engine.$$ | tail -n1)
-  rm -f /tmp/interference-docker-engine.$$
+  reason=$(sed -n 's/^\[docker-engine\] no Docker engine: //p' "$engine_log" | tail -n1)
   echo "SKIPPED: molecule kind scenario: no Docker engine can run here: ${reason:-see above}"
   exit 0
 fi
-rm -f /tmp/interference-docker-engine.$$
 ((rc == 0)) || exit "$rc"
+rm -f "$engine_log"  # exec below skips the EXIT trap
 
 "$repo_root/scripts/build-tools.sh" kind kubectl helm
 PATH=$repo_root/.cache/bin:$repo_root/.venv/bin:$PATH exec "$repo_root/.venv/bin/molecule" test -s kind
