@@ -39,10 +39,10 @@ lint: setup  ## ruff, mypy, ansible-lint (production profile), syntax-check
 	$(BIN)/ansible-playbook --syntax-check site.yml
 	$(BIN)/ansible-lint --profile production
 
-unit: setup  ## pytest tests/unit: engine, filters, role templates, extender, scripts; no cluster
+unit: setup  ## pytest tests/unit: engine, filters, extender; no process, no cluster (seconds)
 	$(BIN)/pytest -q -rs tests/unit
 
-integration: setup tools  ## pytest tests/integration: roles and the extender on a real control plane (kwok)
+integration: setup tools  ## pytest tests/integration: roles through ansible-playbook, scripts, kwok and kind
 	$(BIN)/pytest -q -rs tests/integration
 
 molecule: setup tools  ## molecule test on the real control plane (kwok)

@@ -123,9 +123,19 @@ def pairwise_interference(apps: list[App], assignment: list[list[int]]) -> float
 
 
 def random_assignment(apps: list[App], node_count: int, seed: int) -> list[list[int]]:
-    """Every replica on a node drawn at random: what a placement must never be worse than."""
+    """Every replica on a node drawn at random among those its spread cap allows (no capacity):
+    the valid placement a plan must never be worse than. (Ignoring the cap would
+    let the baseline stack replicas the engine may not, and beat it unfairly.)"""
     rng = random.Random(seed)
-    return [[rng.randrange(node_count) for _ in range(app.replicas)] for app in apps]
+    assignment = []
+    for app in apps:
+        cap = max(1, math.ceil(app.replicas / node_count))
+        counts = [0] * node_count
+        for _ in range(app.replicas):
+            node_index = rng.choice([n for n in range(node_count) if counts[n] < cap])
+            counts[node_index] += 1
+        assignment.append(sorted(n for n in range(node_count) for _ in range(counts[n])))
+    return assignment
 
 
 def brute_force_optimum(apps: list[App], nodes: list[Node]) -> float | None:
