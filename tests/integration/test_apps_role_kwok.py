@@ -9,7 +9,7 @@ Everything is read back through the API.
 
 The tests run in order on one cluster: check mode on the fresh cluster, the
 first run (labels and Deployments), idempotence and check mode, adding an app,
-bad input, removing an app, apps_prune off.
+bad input, an app the API server refuses, removing an app, apps_prune off.
 """
 
 from __future__ import annotations
@@ -177,6 +177,15 @@ def test_first_run_labels_workers_in_natural_order_and_deploys_the_plan(cluster:
     assert sorted(cpu_per_node.values()) == [1, 1, 2]
     assert pods["mbw"][0].spec.node_name != pods["stressapptest"][0].spec.node_name
     assert any("INTERFERENCE" in line for line in run.messages())
+    # The role's default hardening, as the API server stored it.
+    for name, deployment in deployments.items():
+        spec = deployment.spec.template.spec
+        assert spec.automount_service_account_token is False, name
+        context = spec.containers[0].security_context
+        assert context.allow_privilege_escalation is False, name
+        assert context.capabilities.drop == ["ALL"], name
+        assert context.seccomp_profile.type == "RuntimeDefault", name
+        assert context.run_as_non_root is False, name
 
 
 def test_second_run_and_check_mode_change_nothing(cluster: Cluster) -> None:
@@ -217,6 +226,35 @@ def test_bad_app_fails_before_anything_is_applied_or_pruned(cluster: Cluster) ->
     assert "Traceback" not in output
     assert {name: d.metadata.uid for name, d in cluster.deployments().items()} == deployments
     assert cluster.pod_uids() == before
+
+
+def test_an_app_the_api_server_refuses_fails_the_run_before_anything_is_applied_or_pruned(cluster: Cluster) -> None:
+    """ramspeed leaves the list and a new app's Deployment is refused: ramspeed must not be pruned.
+
+    `privileged: true` passes the app checks (it is a legitimate relaxation),
+    but merged over the role's allowPrivilegeEscalation false it is a
+    combination only the API server refuses.
+    """
+    deployments = {name: (d.metadata.uid, d.metadata.resource_version) for name, d in cluster.deployments().items()}
+    assert "ramspeed" in deployments
+    pods = {app: {p.metadata.uid: p.metadata.resource_version for p in found} for app, found in cluster.pods().items()}
+    refused = {"name": "refused", "image": "pts/c-ray", "type": "memory", "security_context": {"privileged": True}}
+    run = cluster.run([*SEED_APPS, WEB, refused])
+    output = json.dumps(run.report) + run.stderr
+    assert run.returncode != 0
+    [failed] = [r for r in run.results("Stop when the API server refuses a Deployment") if r.get("failed")]
+    assert failed["msg"].startswith("The API server refuses 1 app(s); nothing was applied or deleted. ")
+    assert (
+        "apps[5] (refused): refused by the API server: field 'spec.template.spec.containers[0].securityContext'"
+        in failed["msg"]
+    )
+    assert "cannot set `allowPrivilegeEscalation` to false and `privileged` to true" in failed["msg"]
+    assert "Traceback" not in output
+    assert not run.results("Apply the Deployments"), "nothing may be applied after a refusal"
+    after = {name: (d.metadata.uid, d.metadata.resource_version) for name, d in cluster.deployments().items()}
+    assert after == deployments, "a Deployment was created, changed or deleted"
+    assert {app: {p.metadata.uid: p.metadata.resource_version for p in found}
+            for app, found in cluster.pods().items()} == pods
 
 
 def test_removing_an_app_deletes_only_its_deployment(cluster: Cluster) -> None:

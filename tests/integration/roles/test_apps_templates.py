@@ -17,10 +17,11 @@ from typing import Any
 
 import kubernetes_validate
 import pytest
+import yaml
 from ansible.errors import AnsibleFilterError
 from ansible_collections.interference.orchestrator.plugins.filter.plan_apps import plan_apps
 
-from tests.support.playbook_json import PlaybookRun, run_playbook
+from tests.support.playbook_json import REPO, PlaybookRun, run_playbook
 
 K8S_VERSION = "1.34.0"
 MANAGED_BY = "interference.orchestrator"
@@ -64,6 +65,7 @@ APPS: list[dict[str, Any]] = [
 ]
 
 IMAGE_REFS = {"pts/c-ray": "pts/c-ray:h-0123456789ab"}
+DEFAULTS = yaml.safe_load((REPO / "roles" / "apps" / "defaults" / "main.yml").read_text())
 
 
 def render_plays(out: Path) -> list[dict[str, Any]]:
@@ -310,6 +312,63 @@ def test_resources_requests_limits_and_gpus(rendered: dict[str, Any]) -> None:
     assert "resources" not in pod_spec(rendered["manifests"]["c-ray"])["containers"][0]
 
 
+def test_every_container_is_hardened_by_default_and_gets_no_service_account_token(rendered: dict[str, Any]) -> None:
+    assert DEFAULTS["apps_security_context"] == {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+        "runAsNonRoot": False,
+    }
+    for name, manifest in rendered["manifests"].items():
+        spec = pod_spec(manifest)
+        assert spec["automountServiceAccountToken"] is False, name
+        [container] = spec["containers"]
+        assert container["securityContext"] == DEFAULTS["apps_security_context"], name
+
+
+def test_an_apps_security_context_is_merged_over_the_default(tmp_path: Path) -> None:
+    """Nested keys merge (an added capability keeps drop ALL), null leaves a default out, other apps keep it."""
+    relaxed = {
+        "name": "relaxed",
+        "image": "pts/c-ray",
+        "type": "cpu",
+        "security_context": {
+            "runAsNonRoot": True,
+            "runAsUser": 65532,
+            "capabilities": {"add": ["SYS_NICE"]},
+            "seccompProfile": None,
+        },
+    }
+    run, out = render(tmp_path, [relaxed, APPS[2]])
+    assert run.returncode == 0, json.dumps(run.report)[-3000:] + run.stderr
+    manifests = {m["metadata"]["name"]: m for m in json.loads(out.read_text())["manifests"]}
+    [container] = pod_spec(manifests["relaxed"])["containers"]
+    assert container["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"], "add": ["SYS_NICE"]},
+        "runAsNonRoot": True,
+        "runAsUser": 65532,
+    }
+    [other] = pod_spec(manifests["mbw"])["containers"]
+    assert other["securityContext"] == DEFAULTS["apps_security_context"]
+    for manifest in manifests.values():
+        kubernetes_validate.validate(manifest, K8S_VERSION, strict=True)
+
+
+def test_the_role_default_can_be_replaced_and_a_token_mounted(tmp_path: Path) -> None:
+    out = tmp_path / "rendered.json"
+    variables = {
+        "apps": [APPS[0]],
+        "apps_security_context": {"runAsNonRoot": True, "runAsUser": 1000},
+        "apps_automount_service_account_token": True,
+    }
+    run = run_playbook(tmp_path, render_plays(out), variables)
+    assert run.returncode == 0, json.dumps(run.report)[-3000:] + run.stderr
+    [manifest] = json.loads(out.read_text())["manifests"]
+    assert pod_spec(manifest)["automountServiceAccountToken"] is True
+    assert pod_spec(manifest)["containers"][0]["securityContext"] == {"runAsNonRoot": True, "runAsUser": 1000}
+
+
 def test_app_annotation_gives_back_the_app_item(rendered: dict[str, Any]) -> None:
     for app in APPS:
         stored = json.loads(rendered["manifests"][app["name"]]["metadata"]["annotations"][APP_ITEM])
@@ -359,6 +418,22 @@ def test_apps_that_is_not_a_list_fails_at_role_entry(tmp_path: Path) -> None:
     output = json.dumps(run.report) + run.stderr
     assert run.returncode != 0
     assert "argument 'apps'" in output
+    assert "Traceback" not in output
+    assert not run.results("Read the labelled worker nodes"), "the role must stop before talking to a cluster"
+
+
+def test_a_misspelt_security_context_key_fails_at_role_entry(tmp_path: Path) -> None:
+    plays = [
+        {
+            "hosts": "localhost",
+            "gather_facts": False,
+            "roles": [{"role": "interference.orchestrator.apps", "cluster_kubeconfig": str(tmp_path / "none")}],
+        }
+    ]
+    run = run_playbook(tmp_path, plays, {"apps": APPS[:1], "apps_security_context": {"runAsNonroot": True}})
+    output = json.dumps(run.report) + run.stderr
+    assert run.returncode != 0
+    assert "runAsNonroot" in output
     assert "Traceback" not in output
     assert not run.results("Read the labelled worker nodes"), "the role must stop before talking to a cluster"
 

@@ -189,6 +189,33 @@ def test_generates_the_password_once_stores_it_0600_and_never_prints_it(tmp_path
     assert password not in json.dumps(second.report) + second.stderr
 
 
+def test_a_stored_password_file_open_to_others_is_set_to_0600_with_a_warning(tmp_path: Path) -> None:
+    secret_file = tmp_path / "config" / "grafana-admin-password"
+    secret_file.parent.mkdir(mode=0o700)
+    secret_file.write_text(PASSWORD + "\n")
+    secret_file.chmod(0o644)
+    variables = {"monitoring_grafana_password_file": str(secret_file)}
+
+    check = run_playbook(tmp_path, role_play("password"), variables, check=True)
+    assert check.returncode == 0, check.report
+    assert stat.S_IMODE(secret_file.stat().st_mode) == 0o644, "check mode changed the mode"
+    assert any("has mode 0644" in m and "it would be set to 0600" in m for m in check.messages())
+
+    run = run_playbook(tmp_path, role_play("password"), variables)
+    assert run.returncode == 0, run.report
+    assert stat.S_IMODE(secret_file.stat().st_mode) == 0o600
+    [warning] = [m for m in run.messages() if "WARNING" in m]
+    assert f"{secret_file} has mode 0644" in warning
+    assert "setting it to 0600" in warning
+    assert secret_file.read_text().strip() == PASSWORD, "the stored password is kept"
+    assert PASSWORD not in json.dumps(run.report) + run.stderr
+
+    again = run_playbook(tmp_path, role_play("password"), variables)
+    assert again.returncode == 0, again.report
+    assert again.stats["changed"] == 0
+    assert not [m for m in again.messages() if "WARNING" in m]
+
+
 def test_a_supplied_password_is_used_and_nothing_is_stored(tmp_path: Path) -> None:
     secret_file = tmp_path / "config" / "grafana-admin-password"
     run = run_playbook(
