@@ -45,7 +45,7 @@ for entry in (str(REPO / "collections"), str(REPO)):
 
 from benchmarks.extender import percentile  # noqa: E402
 from tests.support.k8s_objects import extender_args, make_node, make_pod  # noqa: E402
-from tests.support.kwok import free_port  # noqa: E402
+from tests.support.kwok import free_port, http_status, wait_for  # noqa: E402
 
 MIB = 1024 * 1024
 CLIENT_TIMEOUT_SECONDS = 60.0
@@ -72,17 +72,10 @@ def extender(
             stdout=out, stderr=subprocess.STDOUT, cwd=root,  # `python -m` imports from the working folder first
         )
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-                conn.request("GET", "/healthz")
-                if conn.getresponse().status == 200:
-                    break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(log.read_text()) from None
-                time.sleep(0.2)
+        listen = f"127.0.0.1:{port}"
+        wait_for("the extender to answer", lambda: process.poll() is not None or http_status(listen, "/healthz") == 200)
+        if process.poll() is not None:
+            raise RuntimeError(log.read_text())
         yield port, process
     finally:
         process.terminate()

@@ -89,6 +89,17 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def limits_from(args: argparse.Namespace) -> ServerLimits:
+    """The HTTP limits the parsed command line asks for."""
+    return ServerLimits(
+        max_body_bytes=args.max_body_bytes,
+        body_budget_bytes=args.body_budget_bytes,
+        max_connections=args.max_connections,
+        request_timeout=args.timeout,
+        idle_timeout=args.idle_timeout,
+    )
+
+
 def _load_policy(path: Path | None) -> Any:
     if path is None:
         return policy_from_mapping(None)
@@ -140,13 +151,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Start the service; returns the exit code."""
     args = parse_args(argv)
     _set_up_logging(args.log_level, args.log_file)
-    limits = ServerLimits(
-        max_body_bytes=args.max_body_bytes,
-        body_budget_bytes=args.body_budget_bytes,
-        max_connections=args.max_connections,
-        request_timeout=args.timeout,
-        idle_timeout=args.idle_timeout,
-    )
+    limits = limits_from(args)
     try:
         limits.check()
     except ValueError as exc:

@@ -2,9 +2,12 @@
 
 Pods and Nodes arrive as API JSON (camelCase), inside kube-scheduler's
 requests or from the watch. Go's decoder matches keys case-insensitively, so
-`field_of` does too. A pod's interference profile is read as the apps role
-writes it (`plugins/module_utils/contract.py`): the profile annotation, else
-the seed type label.
+`field_of` does too. Every field read is type-checked as it is read: a wrong
+one raises ExtenderInputError naming its JSON path (the service answers 400),
+so no request body can reach the decisions with, say, a list where a name
+belongs. A pod's interference profile is read as the apps role writes it
+(`plugins/module_utils/contract.py`): the profile annotation, else the seed
+type label.
 
 Units: GPU counts are devices; GPU memory is bytes; interference is the
 engine's unitless score.

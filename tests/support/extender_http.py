@@ -27,7 +27,10 @@ def running_server(
     """A server with these limits on a free port of 127.0.0.1, serving until the block ends."""
     service = ExtenderService(view or ClusterView(), policy or ExtenderPolicy())
     server = serve(service, "127.0.0.1", 0, limits)
-    thread = threading.Thread(target=server.serve_forever, name="extender-under-test", daemon=True)
+    # A short poll interval: shutdown() waits for it, once per test.
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="extender-under-test", daemon=True
+    )
     thread.start()
     try:
         yield server

@@ -19,7 +19,7 @@ import pytest
 import yaml
 from ansible_collections.interference.orchestrator.plugins.module_utils.model import parse_quantity
 
-from interference_extender.__main__ import parse_args
+from interference_extender.__main__ import limits_from, parse_args
 from interference_extender.policy import policy_from_mapping
 from interference_extender.server import ServerLimits, memory_bound_bytes
 from tests.support.playbook_json import PlaybookRun, run_playbook
@@ -209,14 +209,7 @@ def test_both_deployments_are_hardened_with_limits(manifests: list[dict[str, Any
 def test_the_extender_limits_fit_its_memory_limit(manifests: list[dict[str, Any]]) -> None:
     """The arithmetic of docs/extender.md: what the server's limits may need stays under the container's limit."""
     (container,) = by_kind(manifests, "Deployment", "interference-extender")["spec"]["template"]["spec"]["containers"]
-    args = parse_args(container["args"])
-    limits = ServerLimits(
-        max_body_bytes=args.max_body_bytes,
-        body_budget_bytes=args.body_budget_bytes,
-        max_connections=args.max_connections,
-        request_timeout=args.timeout,
-        idle_timeout=args.idle_timeout,
-    )
+    limits = limits_from(parse_args(container["args"]))
     assert limits == ServerLimits(max_body_bytes=8 * 2**20, body_budget_bytes=8 * 2**20, max_connections=32,
                                   request_timeout=10, idle_timeout=120)
     assert memory_bound_bytes(limits) <= parse_quantity(container["resources"]["limits"]["memory"])
