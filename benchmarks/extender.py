@@ -122,9 +122,10 @@ def _serve(stack: str, size: int, port: int, ready: Any) -> None:
     # load on this shared machine instead).
     service, _ = service_for(size)
     if stack == "stdlib":
-        from interference_extender.server import serve
+        from interference_extender.server import ServerLimits, serve
 
-        server = serve(service, "127.0.0.1", port, 64 * 1024 * 1024, 30.0)
+        largest = 64 * 1024 * 1024  # every body of the figures, as aiohttp takes them
+        server = serve(service, "127.0.0.1", port, ServerLimits(max_body_bytes=largest, body_budget_bytes=largest))
         ready.set()
         server.serve_forever()
     else:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import logging.handlers
 import os
 import signal
 import sys
@@ -22,12 +23,17 @@ import yaml
 
 from .cluster_view import ClusterView
 from .policy import ExtenderConfigError, policy_from_mapping
-from .server import serve
+from .repeated_logs import RepeatedLogFilter
+from .server import ServerLimits, memory_bound_bytes, serve
 from .service import ExtenderService, tune_interpreter
 
 LOG = logging.getLogger("interference_extender")
-DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024  # a full NodeList of 5,000 nodes fits
-DEFAULT_TIMEOUT_SECONDS = 30.0
+DEFAULTS = ServerLimits()
+# --log-file rotates at this size and keeps two old files (30 MiB at most on disk).
+LOG_FILE_BYTES = 10 * 1024 * 1024
+LOG_FILE_BACKUPS = 2
+# cgroup v2: the container's memory limit ("max" when there is none).
+CGROUP_MEMORY_MAX = Path("/sys/fs/cgroup/memory.max")
 
 
 def _listen(value: str) -> tuple[str, int]:
@@ -50,16 +56,48 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     cluster.add_argument("--in-cluster", action="store_true", help="watch with the pod's service account")
     parser.add_argument("--context", help="kubeconfig context (default: the current one)")
     parser.add_argument("--config", type=Path, help="YAML policy: weights and forbidden_pairs (see docs/extender.md)")
-    parser.add_argument(
-        "--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES, help="larger request bodies get 413"
+    limits = parser.add_argument_group("limits (see docs/extender.md)")
+    limits.add_argument(
+        "--max-body-bytes", type=int, default=DEFAULTS.max_body_bytes,
+        help=f"larger request bodies get 413 (default {DEFAULTS.max_body_bytes})",
     )
-    parser.add_argument(
-        "--timeout", type=float, default=DEFAULT_TIMEOUT_SECONDS, help="socket read/write timeout (seconds)"
+    limits.add_argument(
+        "--body-budget-bytes", type=int, default=DEFAULTS.body_budget_bytes,
+        help="request bodies being read or decided at once hold at most this many bytes; "
+        f"a body that does not fit gets 503 (default {DEFAULTS.body_budget_bytes})",
+    )
+    limits.add_argument(
+        "--max-connections", type=int, default=DEFAULTS.max_connections,
+        help=f"connections served at once, a thread each; more get 503 (default {DEFAULTS.max_connections})",
+    )
+    limits.add_argument(
+        "--timeout", type=float, default=DEFAULTS.request_timeout,
+        help="seconds a request may take to arrive, headers and body together, and its answer to be taken "
+        f"(default {DEFAULTS.request_timeout:g})",
+    )
+    limits.add_argument(
+        "--idle-timeout", type=float, default=DEFAULTS.idle_timeout,
+        help=f"seconds a keep-alive connection may wait for its next request (default {DEFAULTS.idle_timeout:g})",
     )
     parser.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
-    parser.add_argument("--log-file", type=Path, help="append the log here instead of stderr")
+    parser.add_argument(
+        "--log-file", type=Path,
+        help=f"log here instead of stderr, rotated at {LOG_FILE_BYTES // (1024 * 1024)} MiB "
+        f"({LOG_FILE_BACKUPS} old files kept)",
+    )
     parser.add_argument("--pid-file", type=Path, help="write the process id here while serving (for stopping it)")
     return parser.parse_args(argv)
+
+
+def limits_from(args: argparse.Namespace) -> ServerLimits:
+    """The HTTP limits the parsed command line asks for."""
+    return ServerLimits(
+        max_body_bytes=args.max_body_bytes,
+        body_budget_bytes=args.body_budget_bytes,
+        max_connections=args.max_connections,
+        request_timeout=args.timeout,
+        idle_timeout=args.idle_timeout,
+    )
 
 
 def _load_policy(path: Path | None) -> Any:
@@ -78,14 +116,48 @@ def _api_client(args: argparse.Namespace) -> Any:
     return config.new_client_from_config(config_file=str(args.kubeconfig), context=args.context)
 
 
+def _set_up_logging(level: str, log_file: Path | None) -> None:
+    """Log to stderr or a rotated file, each kind of repeated traceback or client warning once a minute."""
+    handler: logging.Handler = (
+        logging.handlers.RotatingFileHandler(log_file, maxBytes=LOG_FILE_BYTES, backupCount=LOG_FILE_BACKUPS)
+        if log_file
+        else logging.StreamHandler()
+    )
+    handler.addFilter(RepeatedLogFilter())
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", handlers=[handler])
+
+
+def _container_memory_limit() -> int | None:
+    """The cgroup's memory limit (bytes), None outside a limited cgroup (v2)."""
+    try:
+        raw = CGROUP_MEMORY_MAX.read_text(encoding="ascii").strip()
+    except OSError:
+        return None
+    return int(raw) if raw.isdigit() else None
+
+
+def _warn_when_over_the_memory_limit(limits: ServerLimits) -> None:
+    memory_limit = _container_memory_limit()
+    needed = memory_bound_bytes(limits)
+    if memory_limit is not None and needed > memory_limit:
+        LOG.warning(
+            "the limits may need %d MiB, over the container's memory limit of %d MiB: lower --body-budget-bytes "
+            "or --max-connections, or raise the limit (docs/extender.md, Memory)",
+            needed // 2**20, memory_limit // 2**20,
+        )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Start the service; returns the exit code."""
     args = parse_args(argv)
-    logging.basicConfig(
-        level=args.log_level,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        filename=str(args.log_file) if args.log_file else None,
-    )
+    _set_up_logging(args.log_level, args.log_file)
+    limits = limits_from(args)
+    try:
+        limits.check()
+    except ValueError as exc:
+        LOG.error("bad limits: %s", exc)  # noqa: TRY400 - the message says it all
+        return 2
+    _warn_when_over_the_memory_limit(limits)
     try:
         policy = _load_policy(args.config)
     except (OSError, yaml.YAMLError, ExtenderConfigError) as exc:
@@ -107,7 +179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     host, port = args.listen
     try:
-        server = serve(ExtenderService(view, policy), host, port, args.max_body_bytes, args.timeout)
+        server = serve(ExtenderService(view, policy), host, port, limits)
     except OSError as exc:
         LOG.error("cannot listen on %s:%s: %s", host, port, exc)  # noqa: TRY400
         return 2

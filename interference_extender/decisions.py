@@ -25,18 +25,25 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ansible_collections.interference.orchestrator.plugins.module_utils.errors import PlacementError
 from ansible_collections.interference.orchestrator.plugins.module_utils.model import GPU_RESOURCE
 
-from .facts import NodeFacts, PodFacts, PodIndex, field_of, node_facts, pod_facts
+from .facts import (
+    ExtenderInputError,
+    NodeFacts,
+    PodFacts,
+    PodIndex,
+    field_of,
+    json_type,
+    list_at,
+    node_facts,
+    pod_facts,
+)
 from .policy import ExtenderPolicy
+
+__all__ = ["ExtenderInputError", "filter_nodes", "parse_extender_args", "prioritize_nodes"]
 
 MIN_EXTENDER_PRIORITY = 0
 MAX_EXTENDER_PRIORITY = 10
-
-
-class ExtenderInputError(PlacementError):
-    """The request body is not an ExtenderArgs; the message says which field is wrong."""
 
 
 # ---------------------------------------------------------------------------
@@ -62,27 +69,34 @@ class ExtenderArgs:
 
 
 def parse_extender_args(body: object) -> ExtenderArgs:
-    """Validate a decoded request body as ExtenderArgs {Pod, Nodes, NodeNames}."""
+    """Validate a decoded request body as ExtenderArgs {Pod, Nodes, NodeNames}.
+
+    Only the envelope here; the fields of the Pod and the Nodes that the
+    decisions read are checked as they are read (facts.py), each error naming
+    its JSON path (`Pod.spec.schedulerName: expected a string, got a list`).
+    """
     if not isinstance(body, Mapping):
-        raise ExtenderInputError(f"ExtenderArgs must be a JSON object, got {type(body).__name__}")
+        raise ExtenderInputError(f"ExtenderArgs: expected a JSON object, got {json_type(body)}")
     pod = field_of(body, "Pod")
     if not isinstance(pod, Mapping):
-        raise ExtenderInputError("ExtenderArgs.Pod must be a Pod object")
+        raise ExtenderInputError(f"Pod: expected a Pod object, got {json_type(pod)}")
     raw_names = field_of(body, "NodeNames")
     raw_nodes = field_of(body, "Nodes")
     if raw_names is not None:
-        if not isinstance(raw_names, list) or not all(isinstance(n, str) for n in raw_names):
-            raise ExtenderInputError("ExtenderArgs.NodeNames must be a list of node names")
-        return ExtenderArgs(pod=pod, nodes=None, node_names=raw_names)
+        names = list_at(raw_names, "NodeNames")
+        for index, name in enumerate(names):
+            if not isinstance(name, str):
+                raise ExtenderInputError(f"NodeNames[{index}]: expected a node name, got {json_type(name)}")
+        return ExtenderArgs(pod=pod, nodes=None, node_names=names)
     if raw_nodes is None:
         raise ExtenderInputError("ExtenderArgs has neither Nodes nor NodeNames")
     if not isinstance(raw_nodes, Mapping):
-        raise ExtenderInputError("ExtenderArgs.Nodes must be a NodeList object")
-    items = field_of(raw_nodes, "items")
-    if items is None:
-        items = []  # Go encodes an empty NodeList's items as null
-    if not isinstance(items, list) or not all(isinstance(n, Mapping) for n in items):
-        raise ExtenderInputError("ExtenderArgs.Nodes.items must be a list of Node objects")
+        raise ExtenderInputError(f"Nodes: expected a NodeList object, got {json_type(raw_nodes)}")
+    # Go encodes an empty NodeList's items as null.
+    items = list_at(field_of(raw_nodes, "items"), "Nodes", ".items")
+    for index, node in enumerate(items):
+        if not isinstance(node, Mapping):
+            raise ExtenderInputError(f"Nodes.items[{index}]: expected a Node object, got {json_type(node)}")
     return ExtenderArgs(pod=pod, nodes=items, node_names=None)
 
 
@@ -93,8 +107,10 @@ def _candidates(
     if args.node_names is not None:
         return [(name, known_nodes.get(name), None) for name in args.node_names]
     result: list[tuple[str, NodeFacts | None, Mapping[str, Any] | None]] = []
-    for node in args.nodes or []:
-        facts = node_facts(node)
+    for index, node in enumerate(args.nodes or []):
+        facts = node_facts(node, f"Nodes.items[{index}]")
+        if not facts.name:
+            raise ExtenderInputError(f"Nodes.items[{index}].metadata.name: expected a node name")
         result.append((facts.name, facts, node))
     return result
 

@@ -2,9 +2,12 @@
 
 Pods and Nodes arrive as API JSON (camelCase), inside kube-scheduler's
 requests or from the watch. Go's decoder matches keys case-insensitively, so
-`field_of` does too. A pod's interference profile is read as the apps role
-writes it (`plugins/module_utils/contract.py`): the profile annotation, else
-the seed type label.
+`field_of` does too. Every field read is type-checked as it is read: a wrong
+one raises ExtenderInputError naming its JSON path (the service answers 400),
+so no request body can reach the decisions with, say, a list where a name
+belongs. A pod's interference profile is read as the apps role writes it
+(`plugins/module_utils/contract.py`): the profile annotation, else the seed
+type label.
 
 Units: GPU counts are devices; GPU memory is bytes; interference is the
 engine's unitless score.
@@ -12,13 +15,16 @@ engine's unitless score.
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from ansible_collections.interference.orchestrator.plugins.module_utils.contract import TYPE_LABEL, pod_profile
+from ansible_collections.interference.orchestrator.plugins.module_utils.errors import PlacementError
 from ansible_collections.interference.orchestrator.plugins.module_utils.interference import (
     PRESSURE_DIMENSIONS,
     Profile,
@@ -37,7 +43,13 @@ SPOT_LABELS: dict[str, str] = {
     "karpenter.sh/capacity-type": "spot",
 }
 MIB = 1024 * 1024
+# Largest quantity the extender accepts: Go's resource.Quantity.Value() is an int64.
+MAX_QUANTITY = 2**63 - 1
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+
+
+class ExtenderInputError(PlacementError):
+    """A request body is not what kube-scheduler sends; the message names the field (its JSON path)."""
 
 
 def field_of(mapping: Mapping[str, Any], key: str) -> Any:
@@ -51,15 +63,86 @@ def field_of(mapping: Mapping[str, Any], key: str) -> Any:
     return None
 
 
-def _object(value: Any) -> Mapping[str, Any]:
-    """A JSON object, or an empty one for null/missing (Go leaves nil pointers empty)."""
-    return value if isinstance(value, Mapping) else {}
+# -- typed reads of the fields the extender decides by. Each takes the JSON path
+# of the object it reads from (`where`) and of the field, and builds the path
+# only for the error message, so a well-formed object costs no string work.
+# Missing or null is the empty value, as Go's decoder leaves it; any other type
+# is an ExtenderInputError naming the field.
 
 
-def _string_map(value: Any) -> dict[str, str]:
-    return {str(k): str(v) for k, v in value.items()} if isinstance(value, Mapping) else {}
+def json_type(value: object) -> str:
+    """The JSON name of a decoded value's type, for messages (never a Python type name)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "a list" if isinstance(value, list) else "an object"
 
 
+def shown(text: str, limit: int = 64) -> str:
+    """A string of the request quoted for a message, cut at `limit` characters (bodies can be megabytes)."""
+    return json.dumps(text if len(text) <= limit else text[:limit] + "...")
+
+
+def _wrong(where: str, field: str, expected: str, value: object) -> ExtenderInputError:
+    return ExtenderInputError(f"{where}{field}: expected {expected}, got {json_type(value)}")
+
+
+def object_at(value: Any, where: str, field: str = "") -> Mapping[str, Any]:
+    """A JSON object (null or missing: an empty one)."""
+    if isinstance(value, Mapping):
+        return value
+    if value is None:
+        return {}
+    raise _wrong(where, field, "an object", value)
+
+
+def list_at(value: Any, where: str, field: str = "") -> list[Any]:
+    """A JSON list (null or missing: an empty one)."""
+    if isinstance(value, list):
+        return value
+    if value is None:
+        return []
+    raise _wrong(where, field, "a list", value)
+
+
+def string_at(value: Any, where: str, field: str = "") -> str | None:
+    """A JSON string (null or missing: None)."""
+    if value is None or isinstance(value, str):
+        return value
+    raise _wrong(where, field, "a string", value)
+
+
+def string_map_at(value: Any, where: str, field: str = "") -> Mapping[str, str]:
+    """A JSON object of strings, as labels and annotations are (null or missing: an empty one)."""
+    mapping = object_at(value, where, field)
+    for key, item in mapping.items():
+        if not isinstance(item, str):
+            raise _wrong(where, f"{field}[{shown(key)}]", "a string", item)
+    return mapping
+
+
+def quantity_at(value: Any, where: str, field: str) -> Decimal:
+    """A Kubernetes quantity (a string such as `2` or `16Gi`, or a number), finite and within int64.
+
+    Go's resource.Quantity reads both forms and kube-scheduler uses its int64
+    Value(); anything beyond that cannot come from it.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise _wrong(where, field, "a quantity (a string such as \"2\", or a number)", value)
+    try:
+        amount = parse_quantity(value)
+    except (ValueError, ArithmeticError):
+        raise ExtenderInputError(
+            f"{where}{field}: {shown(str(value))} is not a Kubernetes quantity"
+        ) from None
+    if not amount.is_finite() or amount > MAX_QUANTITY:
+        raise ExtenderInputError(f"{where}{field}: {shown(str(value))} is out of range (at most {MAX_QUANTITY})")
+    return amount
 
 
 @dataclass(frozen=True)
@@ -77,70 +160,67 @@ class PodFacts:
     terminal: bool
 
 
-def _container_gpus(containers: Any) -> int:
-    """Largest per-container GPU count asked for, as requests or limits (devices)."""
-    total = 0
-    if not isinstance(containers, Sequence):
-        return 0
-    for container in containers:
-        resources = _object(field_of(_object(container), "resources"))
-        amount = 0
-        for kind in ("requests", "limits"):
-            value = _object(field_of(resources, kind)).get(GPU_RESOURCE)
-            if value is None:
-                continue
-            try:
-                amount = max(amount, math.ceil(parse_quantity(value)))
-            except (ValueError, ArithmeticError):
-                continue
-        total += amount
-    return total
+def _container_gpus(container: Any, where: str, at: str) -> int:
+    """GPUs one container asks for (devices): the larger of its request and its limit."""
+    resources = object_at(field_of(object_at(container, where, at), "resources"), where, f"{at}.resources")
+    amount = 0
+    for kind in ("requests", "limits"):
+        kind_at = f"{at}.resources.{kind}"
+        value = object_at(field_of(resources, kind), where, kind_at).get(GPU_RESOURCE)
+        if value is not None:
+            amount = max(amount, math.ceil(quantity_at(value, where, f"{kind_at}[{shown(GPU_RESOURCE)}]")))
+    return amount
 
 
-def pod_gpus(spec: Mapping[str, Any]) -> int:
+def pod_gpus(spec: Mapping[str, Any], where: str = "Pod.spec") -> int:
     """GPUs a pod needs (devices): the sum over containers, or the largest init container."""
-    regular = _container_gpus(field_of(spec, "containers"))
-    init = field_of(spec, "initContainers")
-    init_max = max((_container_gpus([c]) for c in init), default=0) if isinstance(init, Sequence) else 0
+    containers = list_at(field_of(spec, "containers"), where, ".containers")
+    regular = sum(_container_gpus(c, where, f".containers[{i}]") for i, c in enumerate(containers))
+    init = list_at(field_of(spec, "initContainers"), where, ".initContainers")
+    init_max = max((_container_gpus(c, where, f".initContainers[{i}]") for i, c in enumerate(init)), default=0)
     return max(regular, init_max)
 
 
-def _tolerates_interruption(spec: Mapping[str, Any], annotations: Mapping[str, str]) -> bool:
+def _tolerates_interruption(spec: Mapping[str, Any], annotations: Mapping[str, str], where: str) -> bool:
     if annotations.get(INTERRUPTIBLE_ANNOTATION, "").lower() == "true":
         return True
-    tolerations = field_of(spec, "tolerations")
-    if not isinstance(tolerations, Sequence):
-        return False
-    for item in tolerations:
-        toleration = _object(item)
-        key = field_of(toleration, "key") or ""
-        if key in SPOT_LABELS or (not key and field_of(toleration, "operator") == "Exists"):
+    for index, item in enumerate(list_at(field_of(spec, "tolerations"), where, ".tolerations")):
+        toleration = object_at(item, where, f".tolerations[{index}]")
+        key = string_at(field_of(toleration, "key"), where, f".tolerations[{index}].key") or ""
+        operator = string_at(field_of(toleration, "operator"), where, f".tolerations[{index}].operator")
+        if key in SPOT_LABELS or (not key and operator == "Exists"):
             return True
     return False
 
 
-def pod_facts(pod: Mapping[str, Any]) -> PodFacts:
-    """Read a Pod object (API JSON, camelCase) into PodFacts."""
-    metadata = _object(field_of(pod, "metadata"))
-    spec = _object(field_of(pod, "spec"))
-    status = _object(field_of(pod, "status"))
-    labels = _string_map(field_of(metadata, "labels"))
-    annotations = _string_map(field_of(metadata, "annotations"))
-    namespace = str(field_of(metadata, "namespace") or "default")
-    name = str(field_of(metadata, "name") or field_of(metadata, "generateName") or "")
+def pod_facts(pod: Mapping[str, Any], where: str = "Pod") -> PodFacts:
+    """Read a Pod object (API JSON, camelCase) into PodFacts; `where` is its JSON path for error messages."""
+    metadata = object_at(field_of(pod, "metadata"), where, ".metadata")
+    spec = object_at(field_of(pod, "spec"), where, ".spec")
+    status = object_at(field_of(pod, "status"), where, ".status")
+    meta_at = f"{where}.metadata"
+    labels = string_map_at(field_of(metadata, "labels"), meta_at, ".labels")
+    annotations = string_map_at(field_of(metadata, "annotations"), meta_at, ".annotations")
+    namespace = string_at(field_of(metadata, "namespace"), meta_at, ".namespace") or "default"
+    name = (
+        string_at(field_of(metadata, "name"), meta_at, ".name")
+        or string_at(field_of(metadata, "generateName"), meta_at, ".generateName")
+        or ""
+    )
+    spec_at = f"{where}.spec"
     raw_type = labels.get(TYPE_LABEL)
     type_label = raw_type.lower() if raw_type else None
     app = labels.get(APP_LABEL)
     return PodFacts(
         key=f"{namespace}/{name}",
-        node_name=field_of(spec, "nodeName") or None,
-        scheduler_name=field_of(spec, "schedulerName") or None,
+        node_name=string_at(field_of(spec, "nodeName"), spec_at, ".nodeName") or None,
+        scheduler_name=string_at(field_of(spec, "schedulerName"), spec_at, ".schedulerName") or None,
         type_label=type_label,
         profile=pod_profile(annotations, labels),
         app_key=f"{namespace}/{app}" if app else None,
-        gpus=pod_gpus(spec),
-        interruptible=_tolerates_interruption(spec, annotations),
-        terminal=field_of(status, "phase") in TERMINAL_PHASES,
+        gpus=pod_gpus(spec, spec_at),
+        interruptible=_tolerates_interruption(spec, annotations, spec_at),
+        terminal=string_at(field_of(status, "phase"), where, ".status.phase") in TERMINAL_PHASES,
     )
 
 
@@ -156,32 +236,36 @@ class NodeFacts:
 
 
 def gpu_memory_bytes(value: str | None) -> int | None:
-    """Parse the GPU memory label: a quantity (`16Gi`) or a bare number of MiB (`16384`, as NVIDIA's labels)."""
+    """Parse the GPU memory label: a quantity (`16Gi`) or a bare number of MiB (`16384`, as NVIDIA's labels).
+
+    None when the label is missing or no sensible size (not a quantity, not
+    positive, beyond int64 such as `1e400`): any string is a valid label value,
+    so a strange one leaves the node without a known GPU memory, never fails
+    a request.
+    """
     if not value:
         return None
     try:
-        if value.isdigit():
-            return int(value) * MIB
-        return math.ceil(parse_quantity(value))
+        amount = Decimal(value) * MIB if value.isascii() and value.isdigit() else parse_quantity(value)
     except (ValueError, ArithmeticError):
         return None
+    if not amount.is_finite() or amount <= 0 or amount > MAX_QUANTITY:
+        return None
+    return math.ceil(amount)
 
 
-def node_facts(node: Mapping[str, Any]) -> NodeFacts:
-    """Read a Node object (API JSON, camelCase) into NodeFacts."""
-    metadata = _object(field_of(node, "metadata"))
-    status = _object(field_of(node, "status"))
-    labels = _string_map(field_of(metadata, "labels"))
-    capacity = _object(field_of(status, "capacity"))
-    gpus = 0
+def node_facts(node: Mapping[str, Any], where: str = "Node") -> NodeFacts:
+    """Read a Node object (API JSON, camelCase) into NodeFacts; `where` is its JSON path for error messages."""
+    metadata = object_at(field_of(node, "metadata"), where, ".metadata")
+    status = object_at(field_of(node, "status"), where, ".status")
+    labels = string_map_at(field_of(metadata, "labels"), where, ".metadata.labels")
+    capacity = object_at(field_of(status, "capacity"), where, ".status.capacity")
     raw_gpus = capacity.get(GPU_RESOURCE)
-    if raw_gpus is not None:
-        try:
-            gpus = math.floor(parse_quantity(raw_gpus))
-        except (ValueError, ArithmeticError):
-            gpus = 0
+    gpus = 0 if raw_gpus is None else math.floor(
+        quantity_at(raw_gpus, where, f".status.capacity[{shown(GPU_RESOURCE)}]")
+    )
     return NodeFacts(
-        name=str(field_of(metadata, "name") or ""),
+        name=string_at(field_of(metadata, "name"), where, ".metadata.name") or "",
         gpu_capacity=gpus,
         gpu_memory_bytes=gpu_memory_bytes(labels.get(GPU_MEMORY_LABEL)),
         zone=labels.get(ZONE_LABEL) or None,

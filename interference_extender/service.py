@@ -67,6 +67,9 @@ def tune_interpreter() -> None:
 
 
 def _text(status: int, message: str) -> Response:
+    """A short answer: plain text for a success (/healthz), a JSON error object {status, error} otherwise."""
+    if status >= 400:
+        return _json(status, {"status": status, "error": message.rstrip("\n")})
     return Response(status, TEXT, (message.rstrip("\n") + "\n").encode())
 
 
@@ -147,4 +150,9 @@ class ExtenderService:
         except Exception as exc:  # a bug must cost one request, never the service
             LOG.exception("%s failed", verb)
             return _text(500, f"{verb} failed: {type(exc).__name__}: {exc}")
-        return _json(200, payload)
+        try:
+            return _json(200, payload)
+        except orjson.JSONEncodeError as exc:  # (a TypeError: nothing else may run in this try)
+            # The filter answer echoes the Node objects it keeps, and orjson
+            # encodes at most 254 levels of nesting (it decodes 1,024).
+            return _text(400, f"bad {verb} request: a Node nested too deeply to send back ({exc})")

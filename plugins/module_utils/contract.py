@@ -23,6 +23,11 @@ TYPE_LABEL = "interference.orchestrator/type"
 PROFILE_ANNOTATION = "interference.orchestrator/profile"
 # The type label of an app given by `profile` only.
 CUSTOM_TYPE = "custom"
+# Longest PROFILE_ANNOTATION value read (characters). The apps role writes at
+# most ~100 (five dimensions, compact JSON); a longer value is not a profile
+# and is not parsed, which also bounds its nesting (at most half the length,
+# 512 levels, under the interpreter's recursion limit that json.loads needs).
+MAX_PROFILE_ANNOTATION_CHARS = 1024
 
 
 def profile_mapping(profile: Profile) -> dict[str, float]:
@@ -39,9 +44,11 @@ def profile_from_annotation(raw: str | None) -> Profile | None:
     """The profile a PROFILE_ANNOTATION value holds, or None when it is missing or not a valid profile.
 
     Valid: a JSON object whose keys are all in PRESSURE_DIMENSIONS and whose
-    values are numbers from 0 to 1.
+    values are numbers from 0 to 1, in at most MAX_PROFILE_ANNOTATION_CHARS
+    characters. Pods are written by anyone who may create one, so any other
+    value (nested 10,000 deep, megabytes long) means "no profile", never an error.
     """
-    if not raw:
+    if not raw or len(raw) > MAX_PROFILE_ANNOTATION_CHARS:
         return None
     try:
         mapping = json.loads(raw)

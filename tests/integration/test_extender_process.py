@@ -1,7 +1,8 @@
 """The extender's command line, `scripts/extender`, as a real process (no cluster).
 
-It starts without a kubeconfig and answers from the request alone, and it
-refuses a bad policy file with exit code 2 and the validator's message.
+It starts without a kubeconfig and answers from the request alone, it
+refuses a bad policy file with exit code 2 and the validator's message, and
+its command-line limits and logging hold against hostile clients.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import time
 from pathlib import Path
 
 from tests.support.k8s_objects import extender_args, make_node, make_pod
-from tests.support.kwok import REPO, free_port
+from tests.support.kwok import REPO, free_port, http_status, wait_for
 
 
 def test_scripts_extender_starts_without_a_cluster(tmp_path: Path) -> None:
@@ -56,3 +57,47 @@ def test_scripts_extender_refuses_a_bad_policy(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert "weights.interference must be a number >= 0" in done.stderr
+
+
+def test_scripts_extender_answers_hostile_clients_with_json_and_logs_no_traceback(tmp_path: Path) -> None:
+    """The command line's limits and logging as deployed: bad bodies are 400s, a full server 503s, no traceback."""
+    port = free_port()
+    listen = f"127.0.0.1:{port}"
+    log = tmp_path / "extender.log"
+    process = subprocess.Popen(
+        [str(REPO / "scripts" / "extender"), "--listen", listen, "--max-connections", "2", "--timeout", "2",
+         "--log-file", str(log)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
+    )
+    try:
+        wait_for("the extender to answer", lambda: process.poll() is not None or http_status(listen, "/healthz") == 200)
+        assert process.poll() is None, log.read_text()
+        body = extender_args(make_pod("p", pod_type="cpu"), [make_node("a")], False)
+        hostile = [
+            ({**body, "Pod": {**body["Pod"], "spec": {**body["Pod"]["spec"], "schedulerName": ["x"]}}},
+             "Pod.spec.schedulerName: expected a string, got a list"),
+            ({**body, "Pod": {**body["Pod"], "spec": {"tolerations": [{"key": ["x"]}]}}},
+             "Pod.spec.tolerations[0].key: expected a string, got a list"),
+        ]
+        for spoiled, problem in hostile:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            conn.request("POST", "/filter", body=json.dumps(spoiled))
+            response = conn.getresponse()
+            assert (response.status, json.loads(response.read())["error"]) == (400, f"bad filter request: {problem}")
+            conn.close()
+        held = [http.client.HTTPConnection("127.0.0.1", port, timeout=10) for _ in range(2)]
+        for conn in held:
+            conn.request("GET", "/healthz")
+            conn.getresponse().read()
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        conn.request("GET", "/healthz")
+        response = conn.getresponse()
+        assert (response.status, json.loads(response.read())["error"]) == (
+            503, "extender busy: 2 connections open; retry later"
+        )
+        for conn in held:
+            conn.close()
+    finally:
+        process.terminate()
+        assert process.wait(timeout=10) == 0
+    assert "Traceback" not in log.read_text()

@@ -17,9 +17,13 @@ from typing import Any
 import kubernetes_validate
 import pytest
 import yaml
+from ansible_collections.interference.orchestrator.plugins.module_utils.model import parse_quantity
 
+from interference_extender.__main__ import limits_from, parse_args
 from interference_extender.policy import policy_from_mapping
+from interference_extender.server import ServerLimits, memory_bound_bytes
 from tests.support.playbook_json import PlaybookRun, run_playbook
+from tests.support.pod_security import hardening_gaps
 
 KUBERNETES_VERSION = "1.34"
 
@@ -151,7 +155,7 @@ def by_kind(manifests: list[dict[str, Any]], kind: str, name: str) -> dict[str, 
 
 
 def test_manifests_are_valid_kubernetes_objects(manifests: list[dict[str, Any]]) -> None:
-    assert len(manifests) == 14
+    assert len(manifests) == 16
     for manifest in manifests:
         kubernetes_validate.validate(manifest, KUBERNETES_VERSION, strict=True)
 
@@ -191,3 +195,40 @@ def test_second_scheduler_runs_upstream_image_with_the_extender(manifests: list[
     assert {"filterVerb", "prioritizeVerb", "weight", "nodeCacheCapable", "httpTimeout", "ignorable"} <= set(extender)
     lease_role = by_kind(manifests, "Role", "interference-scheduler-leader-election")
     assert lease_role["rules"][1]["resourceNames"] == ["interference-scheduler"]
+
+
+
+@pytest.mark.parametrize("name", ["interference-extender", "interference-scheduler"])
+def test_both_deployments_are_hardened_with_limits(manifests: list[dict[str, Any]], name: str) -> None:
+    pod = by_kind(manifests, "Deployment", name)["spec"]["template"]["spec"]
+    assert hardening_gaps(pod) == []
+    (container,) = pod["containers"]
+    assert container["resources"]["limits"] == {"cpu": "1", "memory": "512Mi"}
+
+
+def test_the_extender_limits_fit_its_memory_limit(manifests: list[dict[str, Any]]) -> None:
+    """The arithmetic of docs/extender.md: what the server's limits may need stays under the container's limit."""
+    (container,) = by_kind(manifests, "Deployment", "interference-extender")["spec"]["template"]["spec"]["containers"]
+    limits = limits_from(parse_args(container["args"]))
+    assert limits == ServerLimits(max_body_bytes=8 * 2**20, body_budget_bytes=8 * 2**20, max_connections=32,
+                                  request_timeout=10, idle_timeout=120)
+    assert memory_bound_bytes(limits) <= parse_quantity(container["resources"]["limits"]["memory"])
+
+
+def test_only_the_second_scheduler_may_reach_the_extender(manifests: list[dict[str, Any]]) -> None:
+    policy = by_kind(manifests, "NetworkPolicy", "interference-extender")
+    extender_pod = by_kind(manifests, "Deployment", "interference-extender")["spec"]["template"]
+    scheduler_pod = by_kind(manifests, "Deployment", "interference-scheduler")["spec"]["template"]
+    assert policy["metadata"]["namespace"] == "kube-system"
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    assert policy["spec"]["podSelector"]["matchLabels"].items() <= extender_pod["metadata"]["labels"].items()
+    (rule,) = policy["spec"]["ingress"]
+    (source,) = rule["from"]
+    assert set(source) == {"podSelector"}  # the policy's own namespace, where the scheduler runs
+    assert source["podSelector"]["matchLabels"].items() <= scheduler_pod["metadata"]["labels"].items()
+    assert not source["podSelector"]["matchLabels"].items() <= extender_pod["metadata"]["labels"].items()
+    assert rule["ports"] == [{"protocol": "TCP", "port": 8888}]
+    # The scheduler itself takes no ingress at all (the node's probes are always allowed).
+    closed = by_kind(manifests, "NetworkPolicy", "interference-scheduler")
+    assert closed["spec"]["podSelector"]["matchLabels"].items() <= scheduler_pod["metadata"]["labels"].items()
+    assert (closed["spec"]["policyTypes"], closed["spec"]["ingress"]) == (["Ingress"], [])

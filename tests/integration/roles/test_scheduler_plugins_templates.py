@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from tests.support.playbook_json import PlaybookRun, run_playbook
+from tests.support.pod_security import hardening_gaps
 
 from .test_apps_templates import render as render_apps
 
@@ -134,7 +135,7 @@ def by_kind(manifests: list[dict[str, Any]], kind: str, name: str) -> dict[str, 
 def test_manifests_are_valid_kubernetes_objects(manifests: list[dict[str, Any]]) -> None:
     assert [m["kind"] for m in manifests] == [
         "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "RoleBinding",
-        "ConfigMap", "Deployment",
+        "ConfigMap", "NetworkPolicy", "Deployment",
     ]
     for manifest in manifests:
         kubernetes_validate.validate(manifest, KUBERNETES_VERSION, strict=True)
@@ -206,3 +207,17 @@ def test_plugins_apps_get_the_gpu_scheduler_and_no_pinning(tmp_path: Path) -> No
     assert planned["trainer"] == ([], "plugins")
     assert planned["web"] == ([], "extender")
     assert planned["pinned"][0] and planned["pinned"][1] is None
+
+
+def test_deployment_is_hardened_with_limits(manifests: list[dict[str, Any]]) -> None:
+    pod = by_kind(manifests, "Deployment", "gpu-scheduler")["spec"]["template"]["spec"]
+    assert hardening_gaps(pod) == []
+    (container,) = pod["containers"]
+    assert container["resources"]["limits"] == {"cpu": "1", "memory": "512Mi"}
+
+
+def test_nothing_but_the_node_may_reach_the_scheduler(manifests: list[dict[str, Any]]) -> None:
+    policy = by_kind(manifests, "NetworkPolicy", "gpu-scheduler")
+    pod = by_kind(manifests, "Deployment", "gpu-scheduler")["spec"]["template"]
+    assert policy["spec"]["podSelector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
+    assert (policy["spec"]["policyTypes"], policy["spec"]["ingress"]) == (["Ingress"], [])

@@ -110,13 +110,14 @@ def test_empty_node_list_as_go_encodes_it() -> None:
 @pytest.mark.parametrize(
     ("body", "problem"),
     [
-        ([], "must be a JSON object"),
-        ({"Nodes": {"items": []}}, "Pod must be a Pod object"),
+        ([], "^ExtenderArgs: expected a JSON object, got a list$"),
+        ({"Nodes": {"items": []}}, "^Pod: expected a Pod object, got null$"),
         ({"Pod": {}}, "neither Nodes nor NodeNames"),
-        ({"Pod": {}, "NodeNames": "a"}, "NodeNames must be a list"),
-        ({"Pod": {}, "NodeNames": ["a", 3]}, "NodeNames must be a list"),
-        ({"Pod": {}, "Nodes": []}, "Nodes must be a NodeList"),
-        ({"Pod": {}, "Nodes": {"items": ["a"]}}, "items must be a list of Node objects"),
+        ({"Pod": {}, "NodeNames": "a"}, "^NodeNames: expected a list, got a string$"),
+        ({"Pod": {}, "NodeNames": ["a", 3]}, r"^NodeNames\[1\]: expected a node name, got a number$"),
+        ({"Pod": {}, "Nodes": []}, "^Nodes: expected a NodeList object, got a list$"),
+        ({"Pod": {}, "Nodes": {"items": ["a"]}}, r"^Nodes.items\[0\]: expected a Node object, got a string$"),
+        ({"Pod": {}, "Nodes": {"items": [None]}}, r"^Nodes.items\[0\]: expected a Node object, got null$"),
     ],
 )
 def test_bodies_that_are_not_extender_args_are_refused(body: Any, problem: str) -> None:

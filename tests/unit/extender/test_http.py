@@ -2,23 +2,28 @@
 
 from __future__ import annotations
 
-import http.client
 import json
 import socket
-import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from interference_extender.cluster_view import ClusterView
-from interference_extender.policy import ExtenderPolicy
-from interference_extender.server import ExtenderHTTPServer, serve
-from interference_extender.service import ExtenderService
+from interference_extender.server import ExtenderHTTPServer, ServerLimits
+from tests.support.extender_http import (
+    address,
+    call,
+    connect,
+    exchange,
+    read_until_closed,
+    running_server,
+    split_answer,
+)
 from tests.support.k8s_objects import extender_args, make_node, make_pod, serialise
 
 MAX_BODY = 256 * 1024
-IO_TIMEOUT = 0.5  # seconds: the server drops a client that stalls this long
+REQUEST_TIMEOUT = 0.5  # seconds: the server drops a client whose request takes longer to arrive
 
 
 @pytest.fixture(scope="module")
@@ -26,32 +31,9 @@ def server() -> Iterator[ExtenderHTTPServer]:
     view = ClusterView()
     view.replace_nodes(serialise([make_node("a"), make_node("b"), make_node("gpu", gpus=1)]))
     view.replace_pods(serialise([make_pod("c1", pod_type="cpu", node_name="a")]))
-    running = serve(ExtenderService(view, ExtenderPolicy()), "127.0.0.1", 0, MAX_BODY, IO_TIMEOUT)
-    thread = threading.Thread(target=running.serve_forever, daemon=True)
-    thread.start()
-    yield running
-    running.shutdown()
-    running.server_close()
-
-
-def address(server: ExtenderHTTPServer) -> tuple[str, int]:
-    host, port = server.server_address[:2]
-    return str(host), int(port)
-
-
-def connect(server: ExtenderHTTPServer) -> http.client.HTTPConnection:
-    host, port = server.server_address[:2]
-    return http.client.HTTPConnection(str(host), int(port), timeout=10)
-
-
-def call(server: ExtenderHTTPServer, method: str, path: str, body: bytes | None = None) -> tuple[int, str, bytes]:
-    conn = connect(server)
-    try:
-        conn.request(method, path, body=body, headers={"Content-Type": "application/json"})
-        response = conn.getresponse()
-        return response.status, response.getheader("Content-Type") or "", response.read()
-    finally:
-        conn.close()
+    limits = ServerLimits(max_body_bytes=MAX_BODY, body_budget_bytes=MAX_BODY, request_timeout=REQUEST_TIMEOUT)
+    with running_server(limits, view) as running:
+        yield running
 
 
 def args_body(pod_name: str = "p", node_cache_capable: bool = True, **pod: Any) -> bytes:
@@ -77,15 +59,16 @@ def test_full_node_list_mode_over_http(server: ExtenderHTTPServer) -> None:
 
 
 def test_malformed_json_is_400_with_a_message(server: ExtenderHTTPServer) -> None:
-    status, _, body = call(server, "POST", "/filter", b'{"Pod": {')
-    assert status == 400
-    assert b"malformed JSON in the filter request" in body
+    status, content_type, body = call(server, "POST", "/filter", b'{"Pod": {')
+    assert (status, content_type) == (400, "application/json")
+    assert json.loads(body)["error"].startswith("malformed JSON in the filter request")
 
 
 def test_json_that_is_not_extender_args_is_400(server: ExtenderHTTPServer) -> None:
     status, _, body = call(server, "POST", "/prioritize", b'{"Pod": {"metadata": {}}}')
     assert status == 400
-    assert b"neither Nodes nor NodeNames" in body
+    error = "bad prioritize request: ExtenderArgs has neither Nodes nor NodeNames"
+    assert json.loads(body) == {"status": 400, "error": error}
 
 
 def test_unknown_node_is_a_failed_node_with_a_reason(server: ExtenderHTTPServer) -> None:
@@ -99,22 +82,22 @@ def test_unknown_node_is_a_failed_node_with_a_reason(server: ExtenderHTTPServer)
 
 def test_body_over_the_limit_is_413_without_reading_it(server: ExtenderHTTPServer) -> None:
     # Only the headers are sent: the server must answer from Content-Length alone.
-    with socket.create_connection(address(server), timeout=10) as sock:
-        sock.sendall(f"POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: {MAX_BODY + 1}\r\n\r\n".encode())
-        answer = b""
-        while chunk := sock.recv(4096):  # until the server closes the connection
-            answer += chunk
-    assert answer.startswith(b"HTTP/1.1 413")
-    assert b"over the limit" in answer
+    status, headers, body = split_answer(
+        exchange(server, f"POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: {MAX_BODY + 1}\r\n\r\n".encode())
+    )
+    assert (status, headers["connection"]) == (413, "close")
+    assert json.loads(body)["error"] == f"request body of {MAX_BODY + 1} bytes is over the limit of {MAX_BODY} bytes"
 
 
-def test_a_stalled_client_is_dropped_and_others_are_still_served(server: ExtenderHTTPServer) -> None:
+def test_a_stalled_client_is_dropped_with_408_and_others_are_still_served(server: ExtenderHTTPServer) -> None:
     with socket.create_connection(address(server), timeout=10) as sock:
         sock.sendall(b"POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{")
         # While that request hangs, another one is answered.
         assert call(server, "GET", "/healthz")[0] == 200
-        # The server gives up on the stalled one and closes it (empty read = closed).
-        assert sock.recv(4096) == b""
+        # The server gives up on the stalled one, says so and closes the connection.
+        status, headers, body = split_answer(read_until_closed(sock))
+    assert (status, headers["connection"]) == (408, "close")
+    assert json.loads(body)["error"] == f"request not received within {REQUEST_TIMEOUT}s"
 
 
 def test_keep_alive_serves_several_requests_on_one_connection(server: ExtenderHTTPServer) -> None:
