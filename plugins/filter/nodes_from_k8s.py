@@ -16,6 +16,8 @@ description:
   - Takes the C(resources) of a M(kubernetes.core.k8s_info) lookup of kind Node and returns
     C({name, labels, allocatable}) per node, with allocatable C(cpu), C(memory), C(pods) and C(nvidia.com/gpu).
   - Cordoned nodes (C(spec.unschedulable)) are left out, as kube-scheduler leaves them out.
+  - A malformed object fails naming its index in the input (C(resources[3])), its name and the field
+    (C(metadata.labels)) and saying what is wrong, never with a Python error.
 options:
   _input:
     description: The C(resources) list of a k8s_info result on Nodes.

@@ -24,7 +24,9 @@ description:
   - Ties are broken by balancing requested load; the same input always gives the same plan.
   - When no interference-free plan exists, returns the minimum-interference plan found and emits a warning
     naming the colliding apps; O(strict=true) makes that an error.
-  - Bad input fails with a message naming the app (and its index) and the field.
+  - Bad input fails with a message naming the app (and its index) and the field. The schema is strict (an unknown
+    key is an error suggesting the closest field; names, labels, quantities and numbers follow Kubernetes' rules) and
+    bounded (10,000 apps, 5,000 nodes, 10,000 replicas per app, 50,000 pods); see docs/apps.md.
   - Use P(interference.orchestrator.placement_report#filter) for scores, the lower bound and the colliding pairs.
 positional: nodes
 options:

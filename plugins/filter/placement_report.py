@@ -82,14 +82,21 @@ _value:
           see O(search_effort)) or V(exact) (branch and bound finished, so optimal).
       type: str
     nodes:
-      description: Per node, in input order, its C(name), the C(apps) placed there (one entry per replica) and its
-        C(interference).
+      description:
+        - Per node, in input order, its C(name), the C(apps) placed there (one entry per replica), its
+          C(interference) (the sum over every pair of replicas there) and C(interference_by_app), app name to the
+          score of the pairs that app forms there (with the other apps and with its own other replicas).
       type: list
       elements: dict
     pairs:
-      description: Every pair of apps that interfere, with C(node), C(apps), C(score) and C(reason).
+      description:
+        - The 20 worst pairs of apps that interfere, worst first, with C(node), C(apps), C(score) and C(reason).
+          Bounded so the report stays small on any plan; RV(_value.pairs_not_listed) counts the others.
       type: list
       elements: dict
+    pairs_not_listed:
+      description: How many interfering pairs are not in RV(_value.pairs).
+      type: int
     kept:
       description: Apps left where O(previous) had them.
       type: list

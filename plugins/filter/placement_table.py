@@ -13,7 +13,8 @@ version_added: 0.2.0
 author: interference.orchestrator maintainers
 description:
   - One row per app and node, columns C(APP), C(TYPE), C(NODE) and C(INTERFERENCE), aligned. INTERFERENCE is the sum
-    of the scores of the pairs the app forms with other apps on that node; 0 means no noisy neighbour.
+    of the scores of the pairs the app forms with other apps on that node (the report's C(interference_by_app));
+    0 means no noisy neighbour.
   - Apps left to the scheduler extender (C(scheduler=extender)) or to the plugins build (C(scheduler=plugins)) get
     one row saying which scheduler chooses their nodes.
   - The last lines are the plan's warning, when there is one, and the total interference.

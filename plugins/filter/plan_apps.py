@@ -22,6 +22,8 @@ description:
     resource to pressure, the same for apps given by C(type) and by C(profile). The scheduler extender reads it.
   - When the plan still has interference it emits a warning naming the colliding apps; O(strict=true) makes that an
     error.
+  - An app whose Deployment annotations (its item as JSON and one planned node per replica) would exceed 32 KiB is
+    an error naming it, as Kubernetes limits all annotations of an object to 256 KiB and the apply copies them.
 positional: nodes
 options:
   _input:
@@ -70,10 +72,13 @@ _value:
   contains:
     apps:
       description:
-        - One entry per app, in input order, with C(name); C(app), the input item as given; C(extender), true for an
-          app left to the scheduler extender; C(nodes), one node name per replica (empty for extender apps);
-          C(type_label), V(cpu), V(memory) or V(custom) for a profile-only app; C(profile), the non-zero pressures
-          by resource; C(profile_annotation), that profile as compact JSON.
+        - One entry per app, in input order, with C(name); C(app), the input item with its enumerations
+          (C(type), C(scheduler), C(profile_from), the resources of C(profile)) in lower case; C(extender), true for
+          an app left to the scheduler extender or the plugins build; C(scheduler), that value; C(nodes), one node
+          name per replica (empty for extender apps); C(type_label), V(cpu), V(memory) or V(custom) for a
+          profile-only app; C(profile), the non-zero pressures by resource; C(profile_annotation), that profile as
+          compact JSON; C(annotations), the Deployment's annotations C(interference.orchestrator/planned-nodes)
+          (pinned apps) and C(interference.orchestrator/app) (C(app) as JSON), at most 32 KiB together.
       type: list
       elements: dict
     report:

@@ -16,66 +16,86 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from .cluster_state import MANAGED_ANNOTATIONS_MAX_BYTES, annotations_size, deployment_annotations
 from .contract import profile_annotation, profile_mapping
-from .errors import InterferenceError
-from .model import App, parse_apps, parse_nodes
+from .errors import AppInputError, InterferenceError
+from .model import App, normalised_item, parse_apps, parse_flag, parse_nodes
 from .placement import plan_placement
 
-# Values of an app's `scheduler` field that leave it to a scheduler at pod
-# creation: the scheduler extender, or the scheduler-framework plugins build.
-EXTENDER = "extender"
+# The `scheduler` of apps left to the scheduler-framework plugins build (the
+# other value, `extender`, names the scheduler extender: model.SCHEDULERS).
 PLUGINS = "plugins"
-LEFT_TO_A_SCHEDULER = (EXTENDER, PLUGINS)
 
 
-def _facts(item: Mapping[str, Any], app: App, nodes: list[str] | None) -> dict[str, Any]:
+def _facts(item: dict[str, Any], app: App, nodes: list[str] | None) -> dict[str, Any]:
+    annotations = deployment_annotations(item, nodes)
+    size = annotations_size(annotations)
+    if size > MANAGED_ANNOTATIONS_MAX_BYTES:
+        # The item alone is within bounds (model.APP_ITEM_MAX_BYTES): what tips it over is one node per replica.
+        raise AppInputError(
+            app.index, app.name, "replicas" if nodes and len(nodes) > 1 else "(item)",
+            f"its Deployment's annotations (the app as JSON and one node name per replica) would take {size:,} "
+            f"bytes, more than the {MANAGED_ANNOTATIONS_MAX_BYTES // 1024} KiB the apps role allows "
+            "(Kubernetes allows 256 KiB for all annotations of an object, and the apply copies them): "
+            "fewer replicas, or split the app",
+        )
     return {
         "name": app.name,
-        "app": dict(item),
+        "app": item,
         "extender": nodes is None,
-        "scheduler": item.get("scheduler") if nodes is None else None,
+        "scheduler": app.scheduler if nodes is None else None,
         "nodes": nodes or [],
         "type_label": app.type_label,
         "profile": profile_mapping(app.profile),
         "profile_annotation": profile_annotation(app.profile),
+        "annotations": annotations,
     }
 
 
 def plan_apps(
-    items: object, nodes: object, previous: object = None, rebalance: bool = False, strict: bool = False
+    items: object, nodes: object, previous: object = None, rebalance: object = False, strict: object = False
 ) -> dict[str, Any]:
     """Check every app, place the pinned ones, and return the plan with its report.
 
     Returns {apps: [...], report: {...}}. `apps` holds one entry per app in
-    input order: `name`, `app` (the input item as given), `extender` (true when
-    `scheduler: extender` or `scheduler: plugins` leaves it to a scheduler at
-    pod creation), `scheduler` (that value, else None), `nodes` (one
-    node name per replica; empty for extender apps), `type_label` (cpu, memory
-    or custom), `profile` ({resource: pressure}, non-zero pressures only) and
-    `profile_annotation` (that profile as the JSON of the pod annotation).
-    `report` is Plan.report() of the pinned apps (an empty plan when none).
+    input order: `name`, `app` (the input item, its enumerations in lower
+    case: model.normalised_item), `extender` (true when `scheduler: extender`
+    or `scheduler: plugins` leaves it to a scheduler at pod creation),
+    `scheduler` (that value, else None), `nodes` (one node name per replica;
+    empty for extender apps), `type_label` (cpu, memory or custom), `profile`
+    ({resource: pressure}, non-zero pressures only), `profile_annotation`
+    (that profile as the JSON of the pod annotation) and `annotations` (those
+    of its Deployment: cluster_state.deployment_annotations, at most
+    MANAGED_ANNOTATIONS_MAX_BYTES). `report` is Plan.report() of the pinned
+    apps (an empty plan when none).
 
     Raises AppInputError / NodeInputError, UnschedulableError, and in strict
     mode InterferenceError, as `placement.place` does.
     """
     apps = parse_apps(items)
     node_list = parse_nodes(nodes)
+    rebalance = parse_flag(rebalance, "rebalance")
+    strict = parse_flag(strict, "strict")
     raw = list(items) if isinstance(items, Sequence) else []
-    pinned = [app for app in apps if raw[app.index].get("scheduler") not in LEFT_TO_A_SCHEDULER]
-    # The engine indexes its apps 0..n-1; errors it raises name the app anyway.
-    plan = plan_placement(
-        [replace(app, index=position) for position, app in enumerate(pinned)],
-        node_list,
-        previous=previous,
-        rebalance=rebalance,
-    )
+    pinned = [app for app in apps if app.scheduler is None]
+    try:
+        # The engine indexes its apps 0..n-1; its errors are given back the app's index in `items`.
+        plan = plan_placement(
+            [replace(app, index=position) for position, app in enumerate(pinned)],
+            node_list,
+            previous=previous,
+            rebalance=rebalance,
+        )
+    except AppInputError as exc:
+        index = None if exc.index is None else pinned[exc.index].index
+        raise AppInputError(index, exc.name, exc.field, exc.problem) from None
     if strict:
         warning = plan.warning()
         if warning:
             raise InterferenceError(f"strict placement: {warning}")
     planned = {app.name: plan.node_names(position) for position, app in enumerate(pinned)}
     return {
-        "apps": [_facts(raw[app.index], app, planned.get(app.name)) for app in apps],
+        "apps": [_facts(normalised_item(raw[app.index]), app, planned.get(app.name)) for app in apps],
         "report": plan.report(),
     }
 
@@ -90,13 +110,14 @@ def placement_table(
     """The placement as printed by the apps role: a table APP TYPE NODE INTERFERENCE, then the totals.
 
     One row per app and node; INTERFERENCE is the sum of the scores of the
-    pairs the app forms on that node (0: no noisy neighbour). Apps left to the
+    pairs the app forms on that node (0: no noisy neighbour), from the
+    report's `interference_by_app` of that node. Apps left to the
     scheduler extender get one row naming `scheduler_name`, apps left to the
     plugins build one naming `plugins_scheduler_name`. The last lines are
     the plan's warning, when it has one, and its total interference (score).
     """
     report = planned.get("report") or {}
-    pairs = report.get("pairs") or []
+    by_node = {node["name"]: node.get("interference_by_app") or {} for node in report.get("nodes") or []}
     rows = [["APP", "TYPE", "NODE", "INTERFERENCE"]]
     entries = planned.get("apps") or []
     for entry in entries:
@@ -106,7 +127,7 @@ def placement_table(
         nodes = list(entry.get("nodes") or [])
         for node in dict.fromkeys(nodes):
             replicas = nodes.count(node)
-            score = sum(p["score"] for p in pairs if p["node"] == node and name in p["apps"])
+            score = by_node.get(node, {}).get(name, 0)
             where = f"{node} ({replicas} replicas)" if replicas > 1 else node
             rows.append([name, entry["type_label"], where, _format_score(score)])
     for entry in entries:

@@ -1,6 +1,8 @@
-"""What the cluster says about the apps this collection manages, read from k8s_info results.
+"""What the cluster says about the apps this collection manages: the annotations that say it, and their reading.
 
-Two readings, one before the plan and one after the apply:
+`deployment_annotations` gives the annotations the apps role writes on each
+Deployment (the plan and the app item); two readings of k8s_info results,
+one before the plan and one after the apply:
 - `deployed_apps`: from the managed Deployments, the plan each was pinned to
   (so running replicas stay where they are) and the app items of those whose
   app is no longer listed;
@@ -14,17 +16,39 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .errors import InputError
+from .errors import ClusterObjectError
 
 PLANNED_NODES_ANNOTATION = "interference.orchestrator/planned-nodes"
 APP_ITEM_ANNOTATION = "interference.orchestrator/app"
 APP_LABEL = "app.kubernetes.io/name"
+# Bytes (keys and values) the two annotations above may take on one
+# Deployment. Kubernetes allows 256 KiB for all annotations of an object, but
+# the apps role applies client-side, which copies the whole manifest into
+# kubectl.kubernetes.io/last-applied-configuration: these annotations again,
+# escaped once more (up to twice the bytes), the planned nodes once more in
+# the node affinity, and the container's env, command and args (from the same
+# app item; env in Kubernetes' longer list form). An eighth keeps the total
+# under 256 KiB whatever the app holds.
+MANAGED_ANNOTATIONS_MAX_BYTES = 32 * 1024
 
 
-class ClusterObjectError(InputError):
-    """A k8s_info result is not what the role asked for."""
+def deployment_annotations(item: Mapping[str, Any], nodes: Sequence[str] | None) -> dict[str, str]:
+    """The annotations of an app's Deployment: its planned nodes (pinned apps only) and its item as JSON.
 
-    collection = "resources"
+    `nodes` holds one node name per replica, None for an app a scheduler
+    places. The item is written as Ansible's `to_json(sort_keys=true)` writes
+    it, which `deployed_apps` reads back.
+    """
+    annotations = {}
+    if nodes is not None:
+        annotations[PLANNED_NODES_ANNOTATION] = ",".join(nodes)
+    annotations[APP_ITEM_ANNOTATION] = json.dumps(item, sort_keys=True)
+    return annotations
+
+
+def annotations_size(annotations: Mapping[str, str]) -> int:
+    """Bytes Kubernetes counts for annotations: keys and values, UTF-8."""
+    return sum(len(key.encode()) + len(value.encode()) for key, value in annotations.items())
 
 
 def _objects(resources: object) -> list[Mapping[str, Any]]:

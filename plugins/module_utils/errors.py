@@ -6,6 +6,9 @@ never imports Ansible, so the scheduler extender and the benchmarks share it.
 
 from __future__ import annotations
 
+# Characters of an item's name an error message shows before cutting it.
+NAME_SHOWN_MAX = 253
+
 
 class PlacementError(Exception):
     """Base class of every error the placement engine raises on purpose."""
@@ -23,7 +26,11 @@ class InputError(PlacementError):
         self.problem = problem
         where = self.collection if index is None else f"{self.collection}[{index}]"
         if isinstance(name, str) and name:
-            where += f" ({name})"
+            # A name that is itself the problem (a trailing newline, 10,000 characters) is shown quoted and cut.
+            shown = name if name.isprintable() and len(name) <= NAME_SHOWN_MAX else repr(name[:NAME_SHOWN_MAX])
+            if len(name) > NAME_SHOWN_MAX:
+                shown += "..."
+            where += f" ({shown})"
         super().__init__(f"{where}: field '{field}': {problem}")
 
 
@@ -37,6 +44,12 @@ class NodeInputError(InputError):
     """The node list is invalid."""
 
     collection = "nodes"
+
+
+class ClusterObjectError(InputError):
+    """A k8s_info result is not what was asked for (Nodes, the managed Deployments or their pods)."""
+
+    collection = "resources"
 
 
 class UnschedulableError(PlacementError):

@@ -1,8 +1,13 @@
 """Apps and nodes as the placement engine sees them, validated from plain data.
 
 Input comes from `group_vars` (apps) and from `kubernetes.core.k8s_info` or a
-plain list of names (nodes). Every problem is reported as an AppInputError or
-NodeInputError naming the item, its index and the field, never as a traceback.
+plain list of names (nodes). The schema is strict: an unknown key is an error
+suggesting the closest field, enumerations are taken in any case, names and
+labels follow Kubernetes' syntax, numbers are numbers (true is not 1), and
+the lists and the pods are bounded (MAX_APPS, MAX_NODES, MAX_REPLICAS,
+MAX_PODS). Every problem is reported as an AppInputError or NodeInputError
+naming the item, its index and the field, never as a traceback; the field
+rules themselves are in schema.py.
 
 Units: CPU in millicores, memory in bytes, pods and GPUs in counts.
 """
@@ -17,37 +22,79 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from . import schema
 from .contract import CUSTOM_TYPE
-from .errors import AppInputError, NodeInputError
+from .errors import AppInputError, ClusterObjectError, InputError, NodeInputError
 from .interference import PRESSURE_DIMENSIONS, TYPE_PROFILES, Profile, profile_for_type, profile_from_mapping
+from .schema import FieldError
 
-# RFC 1123 label, as Kubernetes checks names of Deployments and labels.
-DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-DNS1123_MAX = 63
 GPU_RESOURCE = "nvidia.com/gpu"
+
+# The fields of an app and of a node given as a mapping; anything else is a typo.
+APP_FIELDS: tuple[str, ...] = (
+    "name", "image", "type", "profile", "profile_from", "replicas", "resources", "gpus", "node_selector", "node",
+    "command", "args", "env", "scheduler", "security_context",
+)
+NODE_FIELDS: tuple[str, ...] = ("name", "labels", "allocatable")
+# `scheduler`: leave the app to the scheduler extender or to the scheduler-framework plugins build.
+SCHEDULERS: tuple[str, ...] = ("extender", "plugins")
+# `profile_from`: where a measured profile comes from (applied by the measured_profiles filter).
+PROFILE_SOURCES: tuple[str, ...] = ("measured",)
+RESOURCE_SECTIONS: tuple[str, ...] = ("requests", "limits")
+# Resource names Kubernetes knows without a prefix (besides hugepages-<size>);
+# any other resource is an extended one and carries a domain prefix (nvidia.com/gpu).
+UNPREFIXED_RESOURCES: tuple[str, ...] = ("cpu", "memory", "ephemeral-storage", "storage", "pods")
+
+# Upper bounds on the input. Each keeps a run's work bounded (the engine is
+# about linear in the pods: 10,000 apps on 1,000 nodes take a few seconds) and
+# turns a typo such as `replicas: 1000000` into a clear error instead of a run
+# that never ends. docs/apps.md lists them.
+MAX_APPS = 10_000
+# Kubernetes' own tested limit: clusters of up to 5,000 nodes.
+MAX_NODES = 5_000
+MAX_REPLICAS = 10_000
+# Pods over all apps of one run.
+MAX_PODS = 50_000
+MAX_GPUS = 1_000
+IMAGE_MAX = 4_096
+# An app item as JSON: the apps role stores it in an annotation of its
+# Deployment, and Kubernetes allows 256 KiB for all annotations of an object
+# (cluster_state.MANAGED_ANNOTATIONS_MAX_BYTES says why only part of that).
+APP_ITEM_MAX_BYTES = 32 * 1024
 
 
 def parse_quantity(value: object) -> Decimal:
-    """Parse a Kubernetes quantity (`500m`, `2`, `512Mi`, `1G`) into a Decimal.
+    """Parse a Kubernetes quantity (`500m`, `2`, `512Mi`, `1G`) into a Decimal, at least 0.
 
-    Delegates to the kubernetes client's parser, imported lazily so that code
-    paths that never see a quantity do not pay for importing the client.
+    Raises TypeError for a value that is neither text nor a number and
+    ValueError for text that is no quantity, a negative one, or one too large
+    for Kubernetes (see schema.quantity).
     """
-    from kubernetes.utils.quantity import parse_quantity as _parse
-
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise TypeError(f"expected a Kubernetes quantity, got {type(value).__name__}")
-    parsed = _parse(value)
-    if parsed < 0:
-        raise ValueError("must not be negative")
-    return Decimal(parsed)
+    return schema.quantity(value)
 
 
 @functools.lru_cache(maxsize=1024)
-def _quantity(value: object, millis: bool) -> int:
-    """A quantity in millis (cpu) or whole units (bytes, counts), rounded up; cached, as few values recur."""
+def _cached_quantity(value: str | int | float, millis: bool) -> int:
     parsed = parse_quantity(value)
     return math.ceil(parsed * 1000) if millis else math.ceil(parsed)
+
+
+def quantity_units(value: object, millis: bool) -> int:
+    """A quantity in millis (cpu) or whole units (bytes, counts), rounded up.
+
+    Cached, as few values recur; the key is the plain value, so an equal
+    value of another type (true == 1) can never get another's answer.
+    """
+    plain: str | int | float
+    if isinstance(value, str):
+        plain = str(value)
+    elif isinstance(value, int) and not isinstance(value, bool):
+        plain = int(value)
+    elif isinstance(value, float):
+        plain = float(value)
+    else:
+        raise TypeError(f"give text such as {schema.QUANTITY_EXAMPLES}, or a number, not {schema.kind_of(value)}")
+    return _cached_quantity(plain, millis)
 
 
 @dataclass(frozen=True)
@@ -64,6 +111,8 @@ class App:
     node_selector: tuple[tuple[str, str], ...]
     pinned_node: str | None
     type_label: str
+    # `extender` or `plugins` when a scheduler places the app at pod creation, else None.
+    scheduler: str | None = None
 
 
 @dataclass
@@ -79,105 +128,129 @@ class Node:
     gpus: int = 0
 
 
-def _as_int(value: object, minimum: int) -> int | None:
-    """Return value as an int >= minimum, or None when it is not one."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        number = value
-    elif isinstance(value, str) and value.strip().isdigit():
-        number = int(value.strip())
-    elif isinstance(value, float) and value.is_integer():
-        number = int(value)
-    else:
-        return None
-    return number if number >= minimum else None
-
-
-def _app_profile(index: int, name: str, item: Mapping[str, Any]) -> tuple[Profile, str]:
+def _profile(item: Mapping[Any, Any]) -> tuple[Profile, str]:
     raw_type = item.get("type")
     raw_profile = item.get("profile")
     if raw_type is None and raw_profile is None:
-        raise AppInputError(index, name, "type", "missing: give `type` (cpu or memory) or a `profile`")
-    type_label = ""
-    if raw_type is not None:
-        if not isinstance(raw_type, str) or raw_type.lower() not in TYPE_PROFILES:
-            raise AppInputError(
-                index, name, "type", f"unknown type {raw_type!r}: expected one of {', '.join(TYPE_PROFILES)}"
-            )
-        type_label = raw_type.lower()
+        raise FieldError("type", "missing: give `type` (cpu or memory) or a `profile`")
+    type_label = "" if raw_type is None else schema.choice(raw_type, "type", TYPE_PROFILES)
+    if item.get("profile_from") is not None:
+        schema.choice(item["profile_from"], "profile_from", PROFILE_SOURCES)
     if raw_profile is None:
         return profile_for_type(type_label), type_label
     if not isinstance(raw_profile, Mapping) or not raw_profile:
-        raise AppInputError(index, name, "profile", "must be a non-empty mapping of resource to pressure in [0, 1]")
+        raise FieldError("profile", "must be a non-empty mapping of resource to pressure in [0, 1]")
+    pressures: dict[str, float] = {}
     for key, value in raw_profile.items():
-        if key not in PRESSURE_DIMENSIONS:
-            raise AppInputError(
-                index, name, f"profile.{key}", f"unknown resource: expected one of {', '.join(PRESSURE_DIMENSIONS)}"
-            )
+        path = schema.join_path("profile", key)
+        if not isinstance(key, str) or key.lower() not in PRESSURE_DIMENSIONS:
+            raise FieldError(path, f"unknown resource: expected one of {', '.join(PRESSURE_DIMENSIONS)}")
+        if key.lower() in pressures:
+            raise FieldError(path, f"given twice (as {key.lower()!r} in another case)")
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-            raise AppInputError(index, name, f"profile.{key}", f"must be a number from 0 to 1, got {value!r}")
-    profile = profile_from_mapping(dict(raw_profile))
-    if not type_label:
-        type_label = CUSTOM_TYPE
-    return profile, type_label
+            raise FieldError(path, f"must be a number from 0 to 1, {schema.got(value)}")
+        pressures[key.lower()] = float(value)
+    return profile_from_mapping(pressures), type_label or CUSTOM_TYPE
 
 
-def _requests(index: int, name: str, item: Mapping[str, Any]) -> tuple[int, int]:
-    resources = item.get("resources") or {}
-    if not isinstance(resources, Mapping):
-        raise AppInputError(index, name, "resources", "must be a mapping with `requests`")
-    requests = resources.get("requests") or {}
-    if not isinstance(requests, Mapping):
-        raise AppInputError(index, name, "resources.requests", "must be a mapping of cpu and memory")
-    amounts = []
-    for resource, millis in (("cpu", True), ("memory", False)):
-        value = requests.get(resource)
-        if value is None:
-            amounts.append(0)
+def _resource_name(key: object, field: str) -> str:
+    """A resource name: cpu, memory, ephemeral-storage, storage, hugepages-<size>, or a prefixed extended resource."""
+    if isinstance(key, str):
+        if key in UNPREFIXED_RESOURCES:
+            return key
+        if "/" in key:
+            return schema.label_key(key, field)
+        if key.startswith("hugepages-") and schema.QUANTITY.fullmatch(key.removeprefix("hugepages-")):
+            return key
+    raise FieldError(field, schema.unknown_key_problem(key, (*UNPREFIXED_RESOURCES, "hugepages-<size>", GPU_RESOURCE)))
+
+
+def _quantities(value: object, field: str) -> dict[str, object]:
+    """A mapping of resource name to quantity, each checked."""
+    result = {}
+    for key, amount in schema.mapping(value, field, "resource to quantity (cpu: 500m, memory: 256Mi)").items():
+        path = schema.join_path(field, key)
+        name = _resource_name(key, path)
+        if amount is None:
             continue
         try:
-            amounts.append(_quantity(value, millis))
-        except (TypeError, ValueError, ArithmeticError) as exc:
-            raise AppInputError(
-                index, name, f"resources.requests.{resource}", f"not a Kubernetes quantity {value!r}: {exc}"
-            ) from None
-    return amounts[0], amounts[1]
+            parse_quantity(amount)
+        except (TypeError, ValueError) as exc:
+            raise FieldError(path, f"not a Kubernetes quantity {schema.shown(amount)}: {exc}") from None
+        result[name] = amount
+    return result
 
 
-def parse_app(index: int, item: object) -> App:
-    """Validate one app item and return it as an App."""
-    if not isinstance(item, Mapping):
-        raise AppInputError(index, None, "(item)", f"must be a mapping, got {type(item).__name__}")
-    name = item.get("name")
-    if name is None or name == "":
-        raise AppInputError(index, None, "name", "missing")
-    if not isinstance(name, str) or len(name) > DNS1123_MAX or not DNS1123_LABEL.match(name):
-        raise AppInputError(
-            index,
-            name if isinstance(name, str) else None,
-            "name",
-            f"{name!r} is not a DNS-1123 label (lower-case letters, digits and '-', "
-            f"starting and ending with a letter or digit, at most {DNS1123_MAX} characters)",
-        )
+def _requests(item: Mapping[Any, Any]) -> tuple[int, int]:
+    """cpu (millicores) and memory (bytes) the app requests; `limits` are checked and written as given."""
+    resources = schema.mapping(item.get("resources"), "resources", "`requests` and `limits`")
+    schema.check_known_keys(resources, RESOURCE_SECTIONS, "resources")
+    _quantities(resources.get("limits"), "resources.limits")
+    requests = _quantities(resources.get("requests"), "resources.requests")
+    cpu = quantity_units(requests["cpu"], True) if "cpu" in requests else 0
+    memory = quantity_units(requests["memory"], False) if "memory" in requests else 0
+    return cpu, memory
+
+
+def _env(value: object) -> None:
+    for key, setting in schema.mapping(value, "env", "variable name to value").items():
+        path = schema.join_path("env", key)
+        if not isinstance(key, str) or not schema.ENV_NAME.fullmatch(key):
+            raise FieldError(
+                path, f"{schema.shown(key)} is not an environment variable name (letters, digits, '-', '.', '_', "
+                "not starting with a digit)"
+            )
+        if setting is None or not isinstance(setting, (str, int, float)):
+            hint = " (write '' for an empty value)" if setting is None else ""
+            raise FieldError(path, f"must be a string, a number or true/false, {schema.got(setting)}{hint}")
+        if isinstance(setting, float) and not math.isfinite(setting):
+            raise FieldError(path, f"{schema.shown(setting)} is not a finite number")
+        if isinstance(setting, int) and abs(setting) > schema.QUANTITY_MAX:
+            raise FieldError(path, f"{schema.shown(setting)} is too large a number: quote it")
+
+
+def _check_item_size(item: Mapping[Any, Any]) -> None:
+    """The item as JSON fits APP_ITEM_MAX_BYTES (and is plain JSON data); else name its biggest field."""
+    if schema.json_size(item, "", APP_ITEM_MAX_BYTES) <= APP_ITEM_MAX_BYTES:
+        return
+    sizes = {key: schema.json_size(value, key, APP_ITEM_MAX_BYTES) for key, value in item.items()}
+    biggest = max(sizes, key=lambda key: sizes[key])
+    raise FieldError(
+        biggest,
+        f"the app takes more than {APP_ITEM_MAX_BYTES // 1024} KiB as JSON, the most one app may take (it is "
+        f"stored in an annotation of its Deployment; {biggest} alone takes "
+        f"{'more than ' if sizes[biggest] > APP_ITEM_MAX_BYTES else ''}"
+        f"{min(sizes[biggest], APP_ITEM_MAX_BYTES):,} bytes)",
+    )
+
+
+def _app(index: int, name: str, item: Mapping[Any, Any]) -> App:
     image = item.get("image")
-    if not isinstance(image, str) or not image.strip():
-        problem = "missing" if image is None else f"must be a non-empty string, got {image!r}"
-        raise AppInputError(index, name, "image", problem)
-    profile, type_label = _app_profile(index, name, item)
-    replicas = _as_int(item.get("replicas", 1), 1)
-    if replicas is None:
-        raise AppInputError(index, name, "replicas", f"must be an integer >= 1, got {item.get('replicas')!r}")
-    gpus = _as_int(item.get("gpus", 0), 0)
-    if gpus is None:
-        raise AppInputError(index, name, "gpus", f"must be an integer >= 0, got {item.get('gpus')!r}")
-    cpu, memory = _requests(index, name, item)
-    selector = item.get("node_selector") or {}
-    if not isinstance(selector, Mapping) or not all(isinstance(k, str) for k in selector):
-        raise AppInputError(index, name, "node_selector", "must be a mapping of label to value")
+    if image is None:
+        raise FieldError("image", "missing")
+    if not isinstance(image, str) or not image or len(image) > IMAGE_MAX or not image.isprintable() or any(
+        character.isspace() for character in image
+    ):
+        raise FieldError("image", f"must be an image reference (no spaces, at most {IMAGE_MAX:,} characters), "
+                                  f"{schema.got(image)}")
+    profile, type_label = _profile(item)
+    replicas = schema.whole_number(item.get("replicas", 1), "replicas", 1, MAX_REPLICAS)
+    gpus = 0 if item.get("gpus") is None else schema.whole_number(item["gpus"], "gpus", 0, MAX_GPUS)
+    cpu, memory = _requests(item)
+    selector = schema.labels(item.get("node_selector"), "node_selector")
     node = item.get("node")
-    if node is not None and (not isinstance(node, str) or not node):
-        raise AppInputError(index, name, "node", f"must be a node name, got {node!r}")
+    if node is not None:
+        schema.dns_subdomain(node, "node")
+    schema.string_list(item.get("command"), "command")
+    schema.string_list(item.get("args"), "args")
+    _env(item.get("env"))
+    scheduler = None if item.get("scheduler") is None else schema.choice(item["scheduler"], "scheduler", SCHEDULERS)
+    security_context = schema.mapping(item.get("security_context"), "security_context",
+                                      "container securityContext field to value (runAsNonRoot: true)")
+    for key in security_context:
+        if not isinstance(key, str):
+            raise FieldError(schema.join_path("security_context", key), "keys must be strings")
+    _check_item_size(item)
     return App(
         index=index,
         name=name,
@@ -186,72 +259,118 @@ def parse_app(index: int, item: object) -> App:
         cpu_millicores=cpu,
         memory_bytes=memory,
         gpus=gpus,
-        node_selector=tuple(sorted((k, str(v)) for k, v in selector.items())),
+        node_selector=tuple(sorted(selector.items())),
         pinned_node=node,
         type_label=type_label,
+        scheduler=scheduler,
     )
 
 
-def parse_apps(items: object) -> list[App]:
-    """Validate the apps list: each item, then names unique across the list."""
+def parse_app(index: int, item: object) -> App:
+    """Validate one app item and return it as an App; an AppInputError names the index, the name and the field."""
+    if not isinstance(item, Mapping):
+        raise AppInputError(index, None, "(item)", f"must be a mapping, {schema.got(item)}")
+    name = item.get("name")
+    if name is None or name == "":
+        # A typo of `name` itself says so before "missing".
+        try:
+            schema.check_known_keys(item, APP_FIELDS)
+        except FieldError as exc:
+            raise AppInputError(index, None, exc.field, exc.problem) from None
+        raise AppInputError(index, None, "name", "missing")
+    try:
+        schema.check_known_keys(item, APP_FIELDS)
+        return _app(index, schema.dns_label(name, "name"), item)
+    except FieldError as exc:
+        raise AppInputError(index, name if isinstance(name, str) else None, exc.field, exc.problem) from None
+
+
+def normalised_item(item: Mapping[Any, Any]) -> dict[str, Any]:
+    """A valid app item with its enumerations as the engine reads them: `type`, `scheduler`, `profile_from`
+    and the resources of `profile` in lower case (`scheduler: Extender` is `extender`)."""
+    result = dict(item)
+    for key in ("type", "scheduler", "profile_from"):
+        if isinstance(result.get(key), str):
+            result[key] = result[key].lower()
+    if isinstance(result.get("profile"), Mapping):
+        result["profile"] = {str(key).lower(): value for key, value in result["profile"].items()}
+    return result
+
+
+def parse_flag(value: object, name: str) -> bool:
+    """An option that is true or false (`rebalance`, `strict`); the words Ansible's `bool` takes count too."""
+    try:
+        return schema.flag(value, name)
+    except FieldError as exc:
+        raise InputError(None, None, exc.field, exc.problem) from None
+
+
+def _check_list(items: object, error: type[InputError], what: str, maximum: int) -> Sequence[Any]:
     if not isinstance(items, Sequence) or isinstance(items, (str, bytes)):
-        raise AppInputError(None, None, "apps", f"must be a list of apps, got {type(items).__name__}")
-    apps = [parse_app(index, item) for index, item in enumerate(items)]
+        raise error(None, None, what, f"must be a list of {what}, {schema.got(items)}")
+    if len(items) > maximum:
+        raise error(None, None, what, f"{len(items):,} {what}, more than the {maximum:,} one run takes")
+    return items
+
+
+def parse_apps(items: object) -> list[App]:
+    """Validate the apps list: its length, each item, names unique, and the pods of all apps within MAX_PODS."""
+    apps = [parse_app(index, item) for index, item in enumerate(_check_list(items, AppInputError, "apps", MAX_APPS))]
     first_seen: dict[str, int] = {}
+    pods = 0
     for app in apps:
         if app.name in first_seen:
             problem = f"duplicate: apps[{first_seen[app.name]}] has the same name"
             raise AppInputError(app.index, app.name, "name", problem)
         first_seen[app.name] = app.index
+        pods += app.replicas
+        if pods > MAX_PODS:
+            raise AppInputError(
+                app.index, app.name, "replicas",
+                f"the apps up to this one ask for {pods:,} pods, more than the {MAX_PODS:,} one run places",
+            )
     return apps
 
 
-def _node_quantity(index: int, name: str, allocatable: Mapping[str, Any], key: str, millis: bool) -> int | None:
+def _node_quantity(allocatable: Mapping[str, object], key: str, millis: bool) -> int | None:
+    """An allocatable amount in millis or units (checked by _quantities), None when the node does not say."""
     value = allocatable.get(key)
-    if value is None:
-        return None
-    try:
-        return _quantity(value, millis)
-    except (TypeError, ValueError, ArithmeticError) as exc:
-        raise NodeInputError(index, name, f"allocatable.{key}", f"not a Kubernetes quantity {value!r}: {exc}") from None
+    return None if value is None else quantity_units(value, millis)
+
+
+def _node(index: int, name: str, item: Mapping[Any, Any]) -> Node:
+    allocatable = _quantities(item.get("allocatable"), "allocatable")
+    return Node(
+        index=index,
+        name=name,
+        labels=schema.labels(item.get("labels"), "labels"),
+        cpu_millicores=_node_quantity(allocatable, "cpu", True),
+        memory_bytes=_node_quantity(allocatable, "memory", False),
+        pods=_node_quantity(allocatable, "pods", False),
+        gpus=_node_quantity(allocatable, GPU_RESOURCE, False) or 0,
+    )
 
 
 def parse_node(index: int, item: object) -> Node:
     """Validate one node: a plain name, or {name, labels, allocatable}."""
-    if isinstance(item, str):
-        if not item:
-            raise NodeInputError(index, None, "name", "empty node name")
-        return Node(index=index, name=item)
-    if not isinstance(item, Mapping):
-        raise NodeInputError(index, None, "(item)", f"must be a node name or a mapping, got {type(item).__name__}")
-    name = item.get("name")
-    if not isinstance(name, str) or not name:
-        raise NodeInputError(index, None, "name", "missing")
-    labels = item.get("labels") or {}
-    if not isinstance(labels, Mapping):
-        raise NodeInputError(index, name, "labels", "must be a mapping of label to value")
-    allocatable = item.get("allocatable") or {}
-    if not isinstance(allocatable, Mapping):
-        raise NodeInputError(index, name, "allocatable", "must be a mapping of resource to quantity")
-    pods = _node_quantity(index, name, allocatable, "pods", False)
-    return Node(
-        index=index,
-        name=name,
-        labels={str(k): str(v) for k, v in labels.items()},
-        cpu_millicores=_node_quantity(index, name, allocatable, "cpu", True),
-        memory_bytes=_node_quantity(index, name, allocatable, "memory", False),
-        pods=pods,
-        gpus=_node_quantity(index, name, allocatable, GPU_RESOURCE, False) or 0,
-    )
+    name = item.get("name") if isinstance(item, Mapping) else item
+    if not isinstance(item, (str, Mapping)):
+        raise NodeInputError(index, None, "(item)", f"must be a node name or a mapping, {schema.got(item)}")
+    try:
+        if isinstance(item, Mapping):
+            schema.check_known_keys(item, NODE_FIELDS)
+        valid_name = schema.dns_subdomain(name, "name") if name not in (None, "") else schema.missing("name")
+        return Node(index=index, name=valid_name) if isinstance(item, str) else _node(index, valid_name, item)
+    except FieldError as exc:
+        raise NodeInputError(index, name if isinstance(name, str) else None, exc.field, exc.problem) from None
 
 
 def parse_nodes(items: object) -> list[Node]:
-    """Validate the node list: not empty, each node valid, names unique."""
-    if not isinstance(items, Sequence) or isinstance(items, (str, bytes)):
-        raise NodeInputError(None, None, "nodes", f"must be a list of nodes, got {type(items).__name__}")
-    if not items:
+    """Validate the node list: not empty, at most MAX_NODES, each node valid, names unique."""
+    node_items = _check_list(items, NodeInputError, "nodes", MAX_NODES)
+    if not node_items:
         raise NodeInputError(None, None, "nodes", "the node list is empty: there is nowhere to place apps")
-    nodes = [parse_node(index, item) for index, item in enumerate(items)]
+    nodes = [parse_node(index, item) for index, item in enumerate(node_items)]
     seen: set[str] = set()
     for node in nodes:
         if node.name in seen:
@@ -260,30 +379,48 @@ def parse_nodes(items: object) -> list[Node]:
     return nodes
 
 
+def _node_object(resource: object) -> dict[str, Any] | None:
+    """The engine's node mapping of one Node object, None when it is cordoned; FieldError on a malformed one."""
+    if not isinstance(resource, Mapping):
+        raise FieldError("(item)", f"must be a Kubernetes Node object (a mapping), {schema.got(resource)}")
+    if resource.get("metadata") is None:
+        raise FieldError("metadata", "missing: not a Kubernetes Node object")
+    metadata = schema.mapping(resource.get("metadata"), "metadata", "name, labels, ...")
+    name = schema.dns_subdomain(metadata.get("name") or schema.missing("metadata.name"), "metadata.name")
+    spec = schema.mapping(resource.get("spec"), "spec", "Node spec fields")
+    if schema.flag(spec.get("unschedulable"), "spec.unschedulable"):
+        return None
+    status = schema.mapping(resource.get("status"), "status", "Node status fields")
+    allocatable = schema.mapping(status.get("allocatable"), "status.allocatable", "resource to quantity")
+    kept = {key: allocatable[key] for key in ("cpu", "memory", "pods", GPU_RESOURCE) if key in allocatable}
+    _quantities(kept, "status.allocatable")
+    return {"name": name, "labels": schema.labels(metadata.get("labels"), "metadata.labels"), "allocatable": kept}
+
+
 def nodes_from_k8s(resources: object) -> list[dict[str, Any]]:
     """Turn `kubernetes.core.k8s_info` Node resources into the engine's node dicts.
 
     Nodes marked unschedulable (cordoned) are left out, as kube-scheduler does.
+    A malformed object fails with a ClusterObjectError naming its index in
+    `resources`, its name and the field.
     """
-    if not isinstance(resources, Sequence) or isinstance(resources, (str, bytes)):
-        raise NodeInputError(None, None, "resources", "expected the `resources` list of a k8s_info result on Nodes")
+    objects = _check_list(resources, ClusterObjectError, "resources", MAX_NODES)
     result = []
-    for index, resource in enumerate(resources):
-        if not isinstance(resource, Mapping) or not isinstance(resource.get("metadata"), Mapping):
-            raise NodeInputError(index, None, "metadata", "not a Kubernetes Node object")
-        if (resource.get("spec") or {}).get("unschedulable"):
+    seen: dict[str, int] = {}
+    for index, resource in enumerate(objects):
+        metadata = resource.get("metadata") if isinstance(resource, Mapping) else None
+        name = metadata.get("name") if isinstance(metadata, Mapping) else None
+        try:
+            node = _node_object(resource)
+        except FieldError as exc:
+            raise ClusterObjectError(index, name if isinstance(name, str) else None, exc.field, exc.problem) from None
+        if node is None:
             continue
-        metadata = resource["metadata"]
-        allocatable = (resource.get("status") or {}).get("allocatable") or {}
-        result.append(
-            {
-                "name": metadata.get("name"),
-                "labels": dict(metadata.get("labels") or {}),
-                "allocatable": {
-                    key: allocatable[key] for key in ("cpu", "memory", "pods", GPU_RESOURCE) if key in allocatable
-                },
-            }
-        )
+        if node["name"] in seen:
+            first = seen[node["name"]]
+            raise ClusterObjectError(index, node["name"], "metadata.name", f"same name as resources[{first}]")
+        seen[node["name"]] = index
+        result.append(node)
     return result
 
 

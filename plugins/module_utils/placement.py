@@ -54,12 +54,13 @@ import math
 import random
 from array import array
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .errors import AppInputError, InputError, InterferenceError, UnschedulableError
 from .interference import EPSILON, Profile, dot, interference_lower_bound, pair_reason
-from .model import App, Node, parse_apps, parse_nodes
+from .model import App, Node, parse_apps, parse_flag, parse_nodes
+from .schema import got, shown
 
 # Exact search runs only when the plan is not proven optimal and it has at
 # most this many replicas to place; it stops after EXACT_SEARCH_BUDGET search
@@ -93,6 +94,13 @@ ANNEAL_SKIP_GAP = 0.01
 # the local optimum by (test_never_worse_than_random_placement: 26.6875
 # against 26.75, bound 26.55, 30 replicas on 2 nodes; annealed: 26.6875).
 ANNEAL_ALWAYS_UP_TO = 200
+# The report lists the PAIRS_LISTED worst pairs of interfering apps (and
+# counts the rest); the warning names the PAIRS_IN_WARNING worst. On a node
+# with more distinct profiles than PAIR_LISTING_MAX_PROFILES, the listed pairs
+# are looked for among its heaviest profiles only (see Collisions).
+PAIRS_LISTED = 20
+PAIRS_IN_WARNING = 10
+PAIR_LISTING_MAX_PROFILES = 100
 
 
 @dataclass
@@ -113,45 +121,35 @@ class Plan:
         """Node name of each replica of one app, in replica order."""
         return [self.nodes[n].name for n in self.assignment[app_index]]
 
+    @functools.cached_property
+    def collisions(self) -> Collisions:
+        """Who interferes with whom, computed once per plan in time linear in the pods (see Collisions)."""
+        return find_collisions(self.apps, self.nodes, self.assignment)
+
     def interfering_pairs(self) -> list[dict[str, Any]]:
-        """Pairs of apps sharing a node with a positive score, grouped per node."""
-        per_node: list[list[int]] = [[] for _ in self.nodes]
-        for app_index, replicas in enumerate(self.assignment):
-            for node_index in replicas:
-                per_node[node_index].append(app_index)
-        pairs: dict[tuple[int, int, int], float] = {}
-        for node_index, residents in enumerate(per_node):
-            for i, left in enumerate(residents):
-                for right in residents[i + 1:]:
-                    score = dot(self.apps[left].profile, self.apps[right].profile)
-                    if score > EPSILON:
-                        key = (node_index, min(left, right), max(left, right))
-                        pairs[key] = pairs.get(key, 0.0) + score
-        return [
-            {
-                "node": self.nodes[node_index].name,
-                "apps": [self.apps[left].name, self.apps[right].name],
-                "score": round(score, 6),
-                "reason": pair_reason(self.apps[left].profile, self.apps[right].profile)
-                if left != right
-                else "replicas of one app share the node",
-            }
-            for (node_index, left, right), score in sorted(pairs.items())
-        ]
+        """The PAIRS_LISTED worst pairs of apps sharing a node, worst first (collisions().pair_count counts all)."""
+        return self.collisions.pairs
 
     def warning(self) -> str | None:
         """A sentence naming the colliding apps, or None for an interference-free plan."""
         if self.total_interference <= EPSILON:
             return None
-        pairs = self.interfering_pairs()
-        shown = "; ".join(f"{p['apps'][0]} and {p['apps'][1]} share {p['node']} ({p['reason']})" for p in pairs[:10])
-        more = f"; and {len(pairs) - 10} more pairs" if len(pairs) > 10 else ""
+        found = self.collisions
+        shown = "; ".join(
+            f"{p['apps'][0]} and {p['apps'][1]} share {p['node']} ({p['reason']})"
+            for p in found.pairs[:PAIRS_IN_WARNING]
+        )
+        rest = found.pair_count - min(len(found.pairs), PAIRS_IN_WARNING)
+        more = f"; and {rest:,} more pairs" if rest > 0 else ""
         if self.lower_bound > EPSILON or self.proven_optimal:
             why = "zero interference is impossible with these nodes"
         else:
             why = "no interference-free plan was found"
         hint = ""
-        if self.kept and any(p["apps"][0] in self.kept or p["apps"][1] in self.kept for p in pairs):
+        kept = set(self.kept)
+        if kept and any(
+            score > EPSILON and name in kept for per_app in found.by_app for name, score in per_app.items()
+        ):
             hint = " (apps kept where they run; rebalance=true may lower it)"
         return (
             f"{why}: total interference {self.total_interference:g}, lower bound {self.lower_bound:g}{hint}: "
@@ -172,15 +170,18 @@ class Plan:
         return round(excess / self.lower_bound, 6)
 
     def report(self) -> dict[str, Any]:
-        """Plain-data summary: scores, bound, per-node residents, interfering pairs."""
-        per_node: dict[str, list[str]] = {node.name: [] for node in self.nodes}
+        """Plain-data summary: scores, bound, per-node residents and interference, the worst pairs.
+
+        Its size is linear in the pods: `pairs` holds at most PAIRS_LISTED
+        pairs, `pairs_not_listed` counts the others, and each node's
+        `interference_by_app` gives the score of the pairs each app forms
+        there (what the apps role prints per app and node).
+        """
+        per_node: list[list[str]] = [[] for _ in self.nodes]
         for app_index, replicas in enumerate(self.assignment):
             for node_index in replicas:
-                per_node[self.nodes[node_index].name].append(self.apps[app_index].name)
-        node_scores: dict[str, float] = dict.fromkeys(per_node, 0.0)
-        pairs = self.interfering_pairs()
-        for pair in pairs:
-            node_scores[pair["node"]] += pair["score"]
+                per_node[node_index].append(self.apps[app_index].name)
+        found = self.collisions
         return {
             "total_interference": round(self.total_interference, 6),
             "lower_bound": round(self.lower_bound, 6),
@@ -188,14 +189,163 @@ class Plan:
             "gap": self.gap(),
             "method": self.method,
             "nodes": [
-                {"name": name, "apps": residents, "interference": round(node_scores[name], 6)}
-                for name, residents in per_node.items()
+                {
+                    "name": node.name,
+                    "apps": per_node[node.index],
+                    "interference": round(found.by_node[node.index], 6),
+                    "interference_by_app": {name: round(score, 6) for name, score in found.by_app[node.index].items()},
+                }
+                for node in self.nodes
             ],
-            "pairs": pairs,
+            "pairs": found.pairs,
+            "pairs_not_listed": found.pair_count - len(found.pairs),
             "kept": list(self.kept),
             "moved": list(self.moved),
             "warning": self.warning(),
         }
+
+
+@dataclass
+class Collisions:
+    """Where a plan's interference is, in time linear in the pods (scores).
+
+    A node's interference is (|S|^2 - sum of the replicas' |p|^2) / 2 for S the
+    sum of the profiles there, and the pairs an app with c replicas forms there
+    score c p.S - c(c+1)/2 |p|^2 in all: neither needs the pairs themselves.
+    Pairs are counted per node by the set of resources each app presses on (2^5
+    sets at most), and only the PAIRS_LISTED worst are listed: on each node,
+    apps are grouped by profile, heaviest first, and pairs of groups whose bound
+    cannot beat the pairs already listed are never looked at. Quadratic only in
+    the distinct profiles of one node, and those are capped at
+    PAIR_LISTING_MAX_PROFILES (the heaviest; lighter ones cannot be the worst
+    pairs unless profiles are nearly orthogonal, and their pairs are still
+    counted).
+    """
+
+    pairs: list[dict[str, Any]]
+    pair_count: int
+    by_node: list[float]
+    by_app: list[dict[str, float]]
+
+
+def find_collisions(apps: Sequence[App], nodes: Sequence[Node], assignment: Sequence[Sequence[int]]) -> Collisions:
+    """Collisions of an assignment (app index -> node index per replica)."""
+    residents: list[dict[int, int]] = [{} for _ in nodes]
+    for app_index, replicas in enumerate(assignment):
+        for node_index in replicas:
+            counts = residents[node_index]
+            counts[app_index] = counts.get(app_index, 0) + 1
+    listed: list[tuple[float, tuple[int, int, int]]] = []  # min-heap: the worst kept pair on top
+    by_node = [0.0] * len(nodes)
+    by_app: list[dict[str, float]] = [{} for _ in nodes]
+    pair_count = 0
+    for node_index, counts in enumerate(residents):
+        if not counts:
+            continue
+        width = len(apps[0].profile)
+        load = [0.0] * width
+        own = 0.0
+        for app_index, count in counts.items():
+            profile = apps[app_index].profile
+            for dim, value in sparse(profile):
+                load[dim] += count * value
+            own += count * dot(profile, profile)
+        by_node[node_index] = max(0.0, (dot(load, load) - own) / 2)
+        for app_index, count in counts.items():
+            profile = apps[app_index].profile
+            score = count * dot(profile, load) - count * (count + 1) / 2 * dot(profile, profile)
+            by_app[node_index][apps[app_index].name] = max(0.0, score)
+        pair_count += _count_pairs(apps, counts)
+        _list_worst_pairs(apps, node_index, counts, listed)
+    pairs = []
+    for score, (node_index, left, right) in sorted(listed, key=lambda entry: (-entry[0], entry[1])):
+        pairs.append(
+            {
+                "node": nodes[node_index].name,
+                "apps": [apps[left].name, apps[right].name],
+                "score": round(score, 6),
+                "reason": pair_reason(apps[left].profile, apps[right].profile)
+                if left != right
+                else "replicas of one app share the node",
+            }
+        )
+    return Collisions(pairs=pairs, pair_count=pair_count, by_node=by_node, by_app=by_app)
+
+
+def _count_pairs(apps: Sequence[App], counts: Mapping[int, int]) -> int:
+    """Interfering pairs of apps on one node (an app with several replicas there pairs with itself).
+
+    Two apps interfere when they press on a common resource, so counting by
+    the set of resources each presses on (a bit mask) is enough.
+    """
+    apps_of: dict[int, int] = {}
+    with_copies: dict[int, int] = {}
+    for app_index, count in counts.items():
+        mask = sum(1 << dim for dim, _ in sparse(apps[app_index].profile))
+        if mask:
+            apps_of[mask] = apps_of.get(mask, 0) + 1
+            with_copies[mask] = with_copies.get(mask, 0) + (count > 1)
+    masks = sorted(apps_of)
+    total = sum(apps_of[m] * (apps_of[m] - 1) // 2 + with_copies[m] for m in masks)
+    for position, left in enumerate(masks):
+        for right in masks[position + 1:]:
+            if left & right:
+                total += apps_of[left] * apps_of[right]
+    return total
+
+
+def _list_worst_pairs(
+    apps: Sequence[App], node_index: int, counts: Mapping[int, int], listed: list[tuple[float, tuple[int, int, int]]]
+) -> None:
+    """Offer the node's worst pairs to `listed`, a min-heap of at most PAIRS_LISTED (score, (node, left, right))."""
+    groups: dict[Profile, list[tuple[int, int]]] = {}
+    for app_index, count in counts.items():
+        groups.setdefault(apps[app_index].profile, []).append((count, app_index))
+    # Heaviest first: a pair of groups scores at most the product of their weights (Cauchy-Schwarz).
+    weighted = []
+    for profile, members in groups.items():
+        members.sort(key=lambda member: (-member[0], member[1]))
+        weighted.append((members[0][0] * math.sqrt(dot(profile, profile)), profile, members))
+    weighted.sort(key=lambda entry: (-entry[0], entry[2][0][1]))
+    del weighted[PAIR_LISTING_MAX_PROFILES:]
+
+    def beaten(score: float) -> bool:
+        return len(listed) >= PAIRS_LISTED and score <= listed[0][0]
+
+    def offer(score: float, left: int, right: int) -> None:
+        entry = (score, (node_index, min(left, right), max(left, right)))
+        if len(listed) < PAIRS_LISTED:
+            heapq.heappush(listed, entry)
+        elif score > listed[0][0]:
+            heapq.heapreplace(listed, entry)
+
+    for first, (weight, profile, members) in enumerate(weighted):
+        if beaten(weight * weight):
+            break
+        for other_weight, other_profile, others in weighted[first:]:
+            if beaten(weight * other_weight):
+                break
+            shared = dot(profile, other_profile)
+            if shared <= 0:
+                continue
+            same = other_profile is profile
+            # Rows and columns by count, largest first: once a row's best pair is beaten, so are the later rows'.
+            for position, (count, app_index) in enumerate(members):
+                start = position + 1 if same else 0
+                if start >= len(others) or beaten(count * others[start][0] * shared):
+                    break
+                for column in range(start, len(others)):
+                    other_count, other_index = others[column]
+                    score = count * other_count * shared
+                    if beaten(score):
+                        break
+                    offer(score, app_index, other_index)
+            if same:
+                for count, app_index in members:
+                    score = count * (count - 1) / 2 * shared
+                    if count < 2 or beaten(score):
+                        break
+                    offer(score, app_index, app_index)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -414,18 +564,47 @@ class _Engine:
         self.class_of_app: list[int] = []
         self.classes_of_node: list[list[int]] = [[] for _ in nodes]
         self._eligibility_cache: dict[tuple[Any, ...], list[int]] = {}
+        self._placeable_cache: dict[tuple[Any, ...], tuple[list[int], float, float]] = {}
         self._interned: dict[tuple[int, ...], list[int]] = {}
         for app in apps:
             self.eligible.append(self._eligible_nodes(app))
             self.state.max_per_node[app.index] = max(1, math.ceil(app.replicas / max(1, len(self.eligible[-1]))))
 
     def _eligible_nodes(self, app: App) -> list[int]:
+        """The nodes that can ever take a replica of `app`, one shared list per distinct answer.
+
+        The pin, labels and GPUs are checked once per distinct combination;
+        requests are then checked only when some of those nodes are smaller
+        than the request, so apps that differ only in requests that fit every
+        node cost nothing per node.
+        """
         key = (app.pinned_node, app.node_selector, app.gpus, app.cpu_millicores, app.memory_bytes)
         cached = self._eligibility_cache.get(key)
         if cached is None:
-            nodes = tuple(node.index for node in self.nodes if static_reject_reason(app, node) is None)
-            cached = self._interned.setdefault(nodes, list(nodes))
+            placeable, smallest_cpu, smallest_memory = self._placeable(app)
+            if app.cpu_millicores <= smallest_cpu and app.memory_bytes <= smallest_memory:
+                cached = placeable
+            else:
+                nodes = tuple(n for n in placeable if static_reject_reason(app, self.nodes[n]) is None)
+                cached = self._interned.setdefault(nodes, list(nodes))
             self._eligibility_cache[key] = cached
+        return cached
+
+    def _placeable(self, app: App) -> tuple[list[int], float, float]:
+        """Nodes matching the app's pin, labels and GPUs, with their smallest cpu and memory (inf: unbounded)."""
+        key = (app.pinned_node, app.node_selector, app.gpus)
+        cached = self._placeable_cache.get(key)
+        if cached is None:
+            unsized = replace(app, cpu_millicores=0, memory_bytes=0)
+            nodes = tuple(node.index for node in self.nodes if static_reject_reason(unsized, node) is None)
+            cpu = [self.nodes[n].cpu_millicores for n in nodes]
+            memory = [self.nodes[n].memory_bytes for n in nodes]
+            cached = (
+                self._interned.setdefault(nodes, list(nodes)),
+                min((c for c in cpu if c is not None), default=math.inf),
+                min((m for m in memory if m is not None), default=math.inf),
+            )
+            self._placeable_cache[key] = cached
         return cached
 
     def build_classes(self) -> None:
@@ -757,7 +936,9 @@ def _previous_nodes(previous: object, apps: list[App], nodes: list[Node]) -> dic
     if previous is None:
         return {}
     if not isinstance(previous, Mapping):
-        raise AppInputError(None, None, "previous", "must be a mapping of app name to the list of its nodes")
+        raise AppInputError(
+            None, None, "previous", f"must be a mapping of app name to the list of its nodes, {got(previous)}"
+        )
     by_name = {app.name: app for app in apps}
     node_index = {node.name: node.index for node in nodes}
     result: dict[int, list[int]] = {}
@@ -767,12 +948,12 @@ def _previous_nodes(previous: object, apps: list[App], nodes: list[Node]) -> dic
             continue  # an app that left the list: the caller prunes it
         node_names = [names] if isinstance(names, str) else names
         if not isinstance(node_names, Sequence) or not all(isinstance(n, str) for n in node_names):
-            raise AppInputError(app.index, app.name, "previous", "must be a list of node names")
+            raise AppInputError(app.index, app.name, "previous", f"must be a list of node names, {got(names)}")
         unknown = [n for n in node_names if n not in node_index]
         if unknown:
             raise AppInputError(
                 app.index, app.name, "previous",
-                f"unknown node {unknown[0]!r}: not in the node list ({', '.join(sorted(node_index)[:10])})",
+                f"unknown node {shown(unknown[0])}: not in the node list ({', '.join(sorted(node_index)[:10])})",
             )
         result[app.index] = [node_index[n] for n in node_names]
     return result
@@ -782,7 +963,9 @@ def _check_pins(apps: list[App], nodes: list[Node]) -> None:
     names = {node.name for node in nodes}
     for app in apps:
         if app.pinned_node is not None and app.pinned_node not in names:
-            raise AppInputError(app.index, app.name, "node", f"unknown node {app.pinned_node!r}: not in the node list")
+            raise AppInputError(
+                app.index, app.name, "node", f"unknown node {shown(app.pinned_node)}: not in the node list"
+            )
 
 
 def _placement_order(engine: _Engine, app: App) -> tuple[Any, ...]:
@@ -800,10 +983,8 @@ def _placement_order(engine: _Engine, app: App) -> tuple[Any, ...]:
 
 def check_search_effort(search_effort: object) -> float:
     """Validate `search_effort` (a number from 0 to 100) and return it as a float."""
-    if isinstance(search_effort, bool) or not isinstance(search_effort, (int, float)):
-        raise InputError(None, None, "search_effort", f"must be a number from 0 to 100, got {search_effort!r}")
-    if not 0 <= search_effort <= 100:
-        raise InputError(None, None, "search_effort", f"must be a number from 0 to 100, got {search_effort!r}")
+    if isinstance(search_effort, bool) or not isinstance(search_effort, (int, float)) or not 0 <= search_effort <= 100:
+        raise InputError(None, None, "search_effort", f"must be a number from 0 to 100, {got(search_effort)}")
     return float(search_effort)
 
 
@@ -921,7 +1102,7 @@ def plan_placement(
 
 
 def place(
-    apps: object, nodes: object, previous: object = None, rebalance: bool = False, strict: bool = False, *,
+    apps: object, nodes: object, previous: object = None, rebalance: object = False, strict: object = False, *,
     search_effort: object = 1.0,
 ) -> Plan:
     """Validate raw apps and nodes (plain data) and compute their placement.
@@ -936,8 +1117,10 @@ def place(
     app_list = parse_apps(apps)
     node_list = parse_nodes(nodes)
     effort = check_search_effort(search_effort)
-    plan = plan_placement(app_list, node_list, previous=previous, rebalance=rebalance, search_effort=effort)
-    if strict:
+    plan = plan_placement(
+        app_list, node_list, previous=previous, rebalance=parse_flag(rebalance, "rebalance"), search_effort=effort
+    )
+    if parse_flag(strict, "strict"):
         warning = plan.warning()
         if warning:
             raise InterferenceError(f"strict placement: {warning}")

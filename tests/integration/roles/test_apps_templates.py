@@ -370,9 +370,17 @@ def test_the_role_default_can_be_replaced_and_a_token_mounted(tmp_path: Path) ->
 
 
 def test_app_annotation_gives_back_the_app_item(rendered: dict[str, Any]) -> None:
+    """The item as written, its enumerations in lower case (`type: CPU` is stored as `cpu`)."""
     for app in APPS:
         stored = json.loads(rendered["manifests"][app["name"]]["metadata"]["annotations"][APP_ITEM])
-        assert stored == app
+        assert stored == {**app, **({"type": app["type"].lower()} if "type" in app else {})}
+
+
+def test_deployment_annotations_are_those_plan_apps_sized(rendered: dict[str, Any]) -> None:
+    """plan_apps bounds the annotations it returns; the template must write exactly those."""
+    for entry in rendered["plan"]["apps"]:
+        written = rendered["manifests"][entry["name"]]["metadata"]["annotations"]
+        assert {key: written[key] for key in (PLANNED, APP_ITEM) if key in written} == entry["annotations"]
 
 
 BAD_INPUT: list[tuple[dict[str, Any], str]] = [

@@ -7,6 +7,9 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[4]
 PLAYBOOK = Path(__file__).parent / "playbooks" / "place.yml"
@@ -41,9 +44,29 @@ def test_bad_input_fails_with_app_and_field_and_no_traceback(tmp_path: Path) -> 
     result = run_playbook(tmp_path, "-e", bad)
     output = result.stdout + result.stderr
     assert result.returncode != 0
-    assert "apps[0] (c-ray): field 'replicas': must be an integer >= 1, got 0" in output
+    assert "apps[0] (c-ray): field 'replicas': must be a whole number from 1 to 10,000, got 0" in output
     assert "Traceback" not in output
     assert not (tmp_path / "plan.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("apps", "message"),
+    [
+        ([{"name": "c-ray", "image": "pts/c-ray", "type": "cpu", "replicas": "²"}],
+         "apps[0] (c-ray): field 'replicas': must be a whole number from 1 to 10,000, got '²'"),
+        (["c-ray"], "apps[0]: field '(item)': must be a mapping, got 'c-ray'"),
+    ],
+    ids=["replicas-superscript-two", "app-that-is-a-string"],
+)
+def test_hostile_input_fails_in_the_users_words(tmp_path: Path, apps: list[Any], message: str) -> None:
+    """Values from -e reach the filter tagged by Ansible (_AnsibleTaggedStr...): no such name may reach the user."""
+    result = run_playbook(tmp_path, "-e", json.dumps({"apps": apps}))
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert message in output
+    assert "Traceback" not in output
+    assert "_Ansible" not in output
+    assert "invalid literal" not in output
 
 
 def test_unknown_previous_node_is_reported(tmp_path: Path) -> None:

@@ -26,15 +26,20 @@ def test_plan_apps_gives_each_app_its_nodes_type_label_and_profile() -> None:
     plan = plan_apps(APPS, NODES)
     by_name = {entry["name"]: entry for entry in plan["apps"]}
     assert [entry["name"] for entry in plan["apps"]] == ["c-ray", "tuned", "mbw"]
+    normalised = {**APPS[0], "type": "cpu"}
     assert by_name["c-ray"] == {
         "name": "c-ray",
-        "app": APPS[0],
+        "app": normalised,
         "extender": False,
         "scheduler": None,
         "nodes": ["w1", "w2"],
         "type_label": "cpu",
         "profile": {"cpu": 1.0},
         "profile_annotation": '{"cpu":1.0}',
+        "annotations": {
+            "interference.orchestrator/planned-nodes": "w1,w2",
+            "interference.orchestrator/app": json.dumps(normalised, sort_keys=True),
+        },
     }
     assert by_name["tuned"]["type_label"] == "custom"
     assert json.loads(by_name["tuned"]["profile_annotation"]) == {"llc": 0.5, "disk_io": 1.0}

@@ -51,10 +51,10 @@ class TestSeedScenario:
         assert plan.warning() is None
 
     def test_output_keeps_input_order_and_fields(self) -> None:
-        items = [dict(a, extra=i) for i, a in enumerate(SEED_APPS)]
+        items = [dict(a, env={"INDEX": i}) for i, a in enumerate(SEED_APPS)]
         placed = placed_apps(items, place(items, ["w1", "w2"]))
         assert [p["name"] for p in placed] == [a["name"] for a in SEED_APPS]
-        assert [p["extra"] for p in placed] == [0, 1, 2, 3]
+        assert [p["env"] for p in placed] == [{"INDEX": i} for i in range(4)]
         assert all(len(p["nodes"]) == 1 for p in placed)
 
     def test_three_cpu_apps_on_two_nodes_collide_once_and_warn(self) -> None:
@@ -197,9 +197,10 @@ class TestBadInput:
             ([app("Web_1")], r"apps\[0\] \(Web_1\): field 'name': 'Web_1' is not a DNS-1123 label"),
             ([app("web", "gpu")], r"apps\[0\] \(web\): field 'type': unknown type 'gpu'"),
             ([{"name": "web", "image": "x"}], r"apps\[0\] \(web\): field 'type': missing"),
-            ([app("web", replicas=0)], r"apps\[0\] \(web\): field 'replicas': must be an integer >= 1, got 0"),
-            ([app("web", replicas=1.5)], r"field 'replicas': must be an integer >= 1, got 1.5"),
-            ([app("web", replicas="two")], r"field 'replicas': must be an integer >= 1, got 'two'"),
+            ([app("web", replicas=0)],
+             r"apps\[0\] \(web\): field 'replicas': must be a whole number from 1 to 10,000, got 0"),
+            ([app("web", replicas=1.5)], r"field 'replicas': must be a whole number from 1 to 10,000, got 1.5"),
+            ([app("web", replicas="two")], r"field 'replicas': must be a whole number from 1 to 10,000, got 'two'"),
             ([app("web", resources={"requests": {"cpu": "lots"}})],
              r"apps\[0\] \(web\): field 'resources.requests.cpu': not a Kubernetes quantity 'lots'"),
             ([app("web", resources={"requests": {"memory": "1Gx"}})], r"field 'resources.requests.memory'"),
