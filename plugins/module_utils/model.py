@@ -271,16 +271,11 @@ def parse_app(index: int, item: object) -> App:
     if not isinstance(item, Mapping):
         raise AppInputError(index, None, "(item)", f"must be a mapping, {schema.got(item)}")
     name = item.get("name")
-    if name is None or name == "":
-        # A typo of `name` itself says so before "missing".
-        try:
-            schema.check_known_keys(item, APP_FIELDS)
-        except FieldError as exc:
-            raise AppInputError(index, None, exc.field, exc.problem) from None
-        raise AppInputError(index, None, "name", "missing")
     try:
+        # Keys first: a typo of `name` itself is named as a typo, not as a missing name.
         schema.check_known_keys(item, APP_FIELDS)
-        return _app(index, schema.dns_label(name, "name"), item)
+        valid_name = schema.dns_label(name, "name") if name not in (None, "") else schema.missing("name")
+        return _app(index, valid_name, item)
     except FieldError as exc:
         raise AppInputError(index, name if isinstance(name, str) else None, exc.field, exc.problem) from None
 

@@ -158,25 +158,33 @@ def choice(value: object, field: str, choices: Iterable[str]) -> str:
     raise FieldError(field, f"unknown {field.rsplit('.', 1)[-1]} {shown(value)}: expected one of {', '.join(options)}")
 
 
+def _fits(value: object, pattern: re.Pattern[str], maximum: int) -> bool:
+    """True when value is text of at most `maximum` characters that `pattern` matches whole."""
+    return isinstance(value, str) and len(value) <= maximum and pattern.fullmatch(value) is not None
+
+
+def _matching(value: object, field: str, pattern: re.Pattern[str], maximum: int, rule: str) -> str:
+    """`value` when `_fits`, else a FieldError saying '<value> is not <rule>'."""
+    if _fits(value, pattern, maximum):
+        return str(value)
+    raise FieldError(field, f"{shown(value)} is not {rule}")
+
+
 def dns_label(value: object, field: str) -> str:
     """A DNS-1123 label (the name of a Deployment or a container)."""
-    if isinstance(value, str) and len(value) <= DNS1123_LABEL_MAX and DNS1123_LABEL.fullmatch(value):
-        return value
-    raise FieldError(
-        field,
-        f"{shown(value)} is not a DNS-1123 label (lower-case letters, digits and '-', "
-        f"starting and ending with a letter or digit, at most {DNS1123_LABEL_MAX} characters)",
+    return _matching(
+        value, field, DNS1123_LABEL, DNS1123_LABEL_MAX,
+        "a DNS-1123 label (lower-case letters, digits and '-', starting and ending with a letter or digit, "
+        f"at most {DNS1123_LABEL_MAX} characters)",
     )
 
 
 def dns_subdomain(value: object, field: str) -> str:
     """A DNS-1123 subdomain (the name of a Node)."""
-    if isinstance(value, str) and len(value) <= DNS1123_SUBDOMAIN_MAX and DNS1123_SUBDOMAIN.fullmatch(value):
-        return value
-    raise FieldError(
-        field,
-        f"{shown(value)} is not a node name (a DNS-1123 subdomain: lower-case letters, digits, '-' and '.', "
-        f"at most {DNS1123_SUBDOMAIN_MAX} characters)",
+    return _matching(
+        value, field, DNS1123_SUBDOMAIN, DNS1123_SUBDOMAIN_MAX,
+        f"a node name (a DNS-1123 subdomain: lower-case letters, digits, '-' and '.', at most "
+        f"{DNS1123_SUBDOMAIN_MAX} characters)",
     )
 
 
@@ -184,8 +192,9 @@ def label_key(key: object, field: str) -> str:
     """A label key: an optional DNS subdomain and '/', then a name of at most 63 characters."""
     if isinstance(key, str):
         prefix, slash, name = key.rpartition("/")
-        prefix_ok = not slash or (len(prefix) <= DNS1123_SUBDOMAIN_MAX and DNS1123_SUBDOMAIN.fullmatch(prefix))
-        if prefix_ok and len(name) <= LABEL_NAME_MAX and LABEL_NAME.fullmatch(name):
+        if (not slash or _fits(prefix, DNS1123_SUBDOMAIN, DNS1123_SUBDOMAIN_MAX)) and _fits(
+            name, LABEL_NAME, LABEL_NAME_MAX
+        ):
             return key
     raise FieldError(
         field,
@@ -198,7 +207,7 @@ def label_value(value: object, field: str) -> str:
     """A label value: empty, or at most 63 letters, digits, '-', '_', '.'; a whole number is taken as its digits."""
     if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 10**LABEL_NAME_MAX:
         return str(int(value))
-    if isinstance(value, str) and (value == "" or (len(value) <= LABEL_NAME_MAX and LABEL_NAME.fullmatch(value))):
+    if value == "" or _fits(value, LABEL_NAME, LABEL_NAME_MAX):
         return str(value)
     hint = " (quote it to mean the text)" if isinstance(value, (bool, float)) or value is None else ""
     raise FieldError(
