@@ -64,18 +64,20 @@ APP_ITEM_MAX_BYTES = 32 * 1024
 
 
 def parse_quantity(value: object) -> Decimal:
-    """Parse a Kubernetes quantity (`500m`, `2`, `512Mi`, `1G`) into a Decimal, at least 0.
+    """Parse a Kubernetes quantity (`500m`, `2`, `512Mi`, `1G`) into a Decimal, at least 0, of any size.
 
     Raises TypeError for a value that is neither text nor a number and
-    ValueError for text that is no quantity, a negative one, or one too large
-    for Kubernetes (see schema.quantity).
+    ValueError for text that is no quantity or a negative one (see
+    schema.quantity). The input checks here also refuse quantities beyond
+    what Kubernetes holds (schema.bounded_quantity); other callers check the
+    size before they round.
     """
     return schema.quantity(value)
 
 
 @functools.lru_cache(maxsize=1024)
 def _cached_quantity(value: str | int | float, millis: bool) -> int:
-    parsed = parse_quantity(value)
+    parsed = schema.bounded_quantity(value)
     return math.ceil(parsed * 1000) if millis else math.ceil(parsed)
 
 
@@ -174,7 +176,7 @@ def _quantities(value: object, field: str) -> dict[str, object]:
         if amount is None:
             continue
         try:
-            parse_quantity(amount)
+            schema.bounded_quantity(amount)
         except (TypeError, ValueError) as exc:
             raise FieldError(path, f"not a Kubernetes quantity {schema.shown(amount)}: {exc}") from None
         result[name] = amount

@@ -245,11 +245,12 @@ def whole_number(value: object, field: str, minimum: int, maximum: int) -> int:
 
 
 def quantity(value: object) -> Decimal:
-    """A Kubernetes quantity (`500m`, `2`, `512Mi`, `1e3`) as a Decimal, at least 0.
+    """A Kubernetes quantity (`500m`, `2`, `512Mi`, `1e3`) as a Decimal, at least 0, of any size (`1e400`).
 
     Raises TypeError for a value that is not text or a number, ValueError for
-    text that is no quantity or a quantity beyond what Kubernetes stores; the
-    message says what is wrong without repeating the value.
+    text that is no quantity; the message says what is wrong without
+    repeating the value. bounded_quantity also refuses what Kubernetes cannot
+    hold; a caller of this one checks the size before rounding.
     """
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise TypeError(f"give text such as {QUANTITY_EXAMPLES}, or a number, not {kind_of(value)}")
@@ -257,13 +258,17 @@ def quantity(value: object) -> Decimal:
         raise ValueError("not a finite number")
     if isinstance(value, str) and (len(value) > QUANTITY_TEXT_MAX or not QUANTITY.fullmatch(value)):
         raise ValueError(f"expected a number and an optional suffix, such as {QUANTITY_EXAMPLES}")
-    if isinstance(value, int) and abs(value) > QUANTITY_MAX:
-        raise ValueError(QUANTITY_TOO_LARGE)
     from kubernetes.utils.quantity import parse_quantity
 
     parsed = Decimal(parse_quantity(str(value) if isinstance(value, str) else value))
     if parsed < 0:
         raise ValueError("must not be negative")
+    return parsed
+
+
+def bounded_quantity(value: object) -> Decimal:
+    """quantity(), and at most QUANTITY_MAX thousandths: what Kubernetes can hold, and safe to round."""
+    parsed = quantity(value)
     # By its exponent first: 1e999999999 must not be multiplied out (Decimal overflow) or expanded into digits.
     if parsed and (parsed.adjusted() > QUANTITY_DIGITS_MAX or parsed * 1000 > QUANTITY_MAX):
         raise ValueError(QUANTITY_TOO_LARGE)
