@@ -13,6 +13,7 @@ tests/integration/test_scheduler_plugins_kwok.py. Apps opt in with
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -119,12 +120,47 @@ def test_second_run_changes_nothing_and_check_mode_writes_nothing(tmp_path: Path
     assert not fresh.exists()
 
 
-@pytest.fixture(scope="module")
-def manifests(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
-    run = include(tmp_path_factory.mktemp("manifests"), "manifests", {})
+def render_manifests(tmp_path: Path, binary_content: bytes) -> list[dict[str, Any]]:
+    # The image tag is the binary's hash: a stand-in binary keeps this test free of the Go build.
+    binary = tmp_path / "gpu-scheduler"
+    binary.write_bytes(binary_content)
+    binary.chmod(0o755)
+    run = include(tmp_path, "manifests", {"scheduler_plugins_binary": str(binary)})
     (shown,) = run.results("Show the manifests")
     objects: list[dict[str, Any]] = shown["scheduler_plugins_manifests"]
     return objects
+
+
+def image_of(manifests: list[dict[str, Any]]) -> str:
+    image: str = by_kind(manifests, "Deployment", "gpu-scheduler")["spec"]["template"]["spec"]["containers"][0]["image"]
+    return image
+
+
+@pytest.fixture(scope="module")
+def manifests(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    return render_manifests(tmp_path_factory.mktemp("manifests"), b"scheduler build 1")
+
+
+def test_image_tag_follows_the_binary(manifests: list[dict[str, Any]], tmp_path: Path) -> None:
+    assert re.fullmatch(r"interference-gpu-scheduler:h-[0-9a-f]{12}", image_of(manifests)), image_of(manifests)
+    (tmp_path / "same").mkdir()
+    (tmp_path / "rebuilt").mkdir()
+    assert image_of(render_manifests(tmp_path / "same", b"scheduler build 1")) == image_of(manifests)
+    assert image_of(render_manifests(tmp_path / "rebuilt", b"scheduler build 2")) != image_of(manifests)
+
+
+def test_a_missing_binary_says_how_to_build_it(tmp_path: Path) -> None:
+    missing = tmp_path / "gpu-scheduler"
+    plays = [{"hosts": "localhost", "gather_facts": False, "tasks": [{
+        "name": "Render the manifests",
+        "ansible.builtin.include_role": {
+            "name": "interference.orchestrator.scheduler_plugins", "tasks_from": "manifests",
+        },
+        "vars": {"scheduler_plugins_binary": str(missing)},
+    }]}]
+    run = run_playbook(tmp_path, plays)
+    assert run.returncode != 0
+    assert f"{missing} is missing: run scripts/build-tools.sh gpu-scheduler" in json.dumps(run.report)
 
 
 def by_kind(manifests: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
@@ -182,7 +218,7 @@ def test_deployment_runs_the_plugin_build_with_leader_election(manifests: list[d
     pod = deployment["spec"]["template"]["spec"]
     assert pod["serviceAccountName"] == "gpu-scheduler"
     (container,) = pod["containers"]
-    assert container["image"] == "interference-gpu-scheduler:0.1.0"
+    assert container["image"].startswith("interference-gpu-scheduler:h-")
     assert container["command"][:2] == ["/gpu-scheduler", "--config=/etc/kubernetes/gpu-scheduler/config.yaml"]
     checksum = deployment["spec"]["template"]["metadata"]["annotations"]["interference.orchestrator/config-checksum"]
     assert len(checksum) == 40

@@ -1,0 +1,180 @@
+"""The extender and the plugin scheduler in a real kind cluster, built offline.
+
+Creates its own kind cluster through site.yml (cluster_name sched-ci, one
+control plane and two workers, image_source offline: the node image, the
+extender image on a debootstrap base with wheels pip downloaded on the host,
+and the plugin scheduler image around the host-built binary), runs the
+scheduler_extender and scheduler_plugins roles' in-cluster path (site.yml tags
+extender and plugins, apps that opt in to each), and checks that both run
+under their hardened securityContext (non-root 65532, read-only root, runtime
+seccomp), that a pod of each schedulerName is bound by its own scheduler, and
+that a second run changes nothing. Deletes the cluster at the end. Needs a
+Docker engine, kind and gpu-scheduler in .cache/bin; skipped with the reason
+when one is missing. KIND_NODE_IMAGE names a node image to use instead of the
+one the kind_cluster role builds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .test_experiment_kind import TOOLS_BIN, VENV_BIN, docker_answers, free_port, tail
+
+REPO = Path(__file__).resolve().parents[2]
+CLUSTER = "sched-ci"
+NAMESPACE = "kube-system"
+# site.yml runs each role only when some app opts in; the apps themselves are not deployed (no `apps` tag).
+OPTED_IN_APPS = [
+    {"name": "web", "image": "pts/mbw", "type": "memory", "scheduler": "extender"},
+    {"name": "trainer", "image": "pts/c-ray", "type": "cpu", "scheduler": "plugins"},
+]
+# Each scheduler under test, the Deployment that runs it and its image's name.
+SCHEDULERS = {
+    "interference-scheduler": "interference-extender",
+    "gpu-scheduler": "interference-gpu-scheduler",
+}
+# Every kind node image carries it (kubeadm's sandbox image), so the probe pods pull nothing.
+PROBE_IMAGE = "registry.k8s.io/pause:3.10.1"
+
+pytestmark = [
+    pytest.mark.cluster,
+    pytest.mark.skipif(not docker_answers(), reason="no Docker engine answers (`docker info`): kind cannot run"),
+    pytest.mark.skipif(not (TOOLS_BIN / "kind").exists(), reason="no kind in .cache/bin: run `make tools` first"),
+    pytest.mark.skipif(not (TOOLS_BIN / "gpu-scheduler").exists(),
+                       reason="no gpu-scheduler in .cache/bin: run `scripts/build-tools.sh gpu-scheduler` first"),
+]
+
+
+def site(env: dict[str, str], *extra: str) -> subprocess.CompletedProcess[str]:
+    args = [str(VENV_BIN / "ansible-playbook"), "site.yml", "-e", "cluster_provider=kind",
+            "-e", f"cluster_name={CLUSTER}", "-e", "image_source=offline", "-e", "cluster_workers=2",
+            "-e", json.dumps({"apps": OPTED_IN_APPS}), *extra]
+    if os.environ.get("KIND_NODE_IMAGE"):
+        args += ["-e", f"kind_cluster_node_image={os.environ['KIND_NODE_IMAGE']}"]
+    return subprocess.run(args, cwd=REPO, env=env, capture_output=True, text=True, check=False)
+
+
+def kubectl(env: dict[str, str], *args: str, stdin: str | None = None) -> str:
+    run = subprocess.run([str(TOOLS_BIN / "kubectl"), "--context", f"kind-{CLUSTER}", *args], env=env, input=stdin,
+                         capture_output=True, text=True, check=False)
+    assert run.returncode == 0, f"kubectl {' '.join(args)}: {run.stderr}"
+    return run.stdout
+
+
+def kubectl_json(env: dict[str, str], *args: str) -> Any:
+    return json.loads(kubectl(env, *args, "-o", "json"))
+
+
+def recap_changed(run: subprocess.CompletedProcess[str]) -> int:
+    # The default callback's recap line: "localhost : ok=N changed=N ...".
+    (line,) = [line for line in run.stdout.splitlines() if line.startswith("localhost") and "changed=" in line]
+    return int(line.split("changed=")[1].split()[0])
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    home = tmp_path_factory.mktemp("kind")
+    env = {
+        **os.environ,
+        "PATH": f"{TOOLS_BIN}:{VENV_BIN}:{os.environ.get('PATH', '')}",
+        "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
+        "KUBECONFIG": str(home / "kubeconfig"),
+    }
+    try:
+        # kind publishes Grafana's port even with monitoring skipped: 3000 may belong to another cluster.
+        created = site(env, "--tags", "cluster,extender,plugins", "-e", f"grafana_host_port={free_port()}")
+        assert created.returncode == 0, tail(created)
+        yield env
+    finally:
+        subprocess.run([str(VENV_BIN / "ansible-playbook"), "playbooks/teardown.yml", "-e", "cluster_provider=kind",
+                        "-e", f"cluster_name={CLUSTER}"], cwd=REPO, env=env, capture_output=True, check=False)
+
+
+def available(deployment: dict[str, Any]) -> bool:
+    conditions = deployment.get("status", {}).get("conditions", [])
+    return any(c["type"] == "Available" and c["status"] == "True" for c in conditions)
+
+
+@pytest.mark.parametrize("deployment", sorted(SCHEDULERS))
+def test_scheduler_deployment_is_available_hardened_with_its_offline_image(
+    cluster: dict[str, str], deployment: str
+) -> None:
+    # The extender's scheduler runs the upstream kube-scheduler; the extender itself is the image built here.
+    names = [deployment, "interference-extender"] if deployment == "interference-scheduler" else [deployment]
+    for name in names:
+        found = kubectl_json(cluster, "-n", NAMESPACE, "get", "deployment", name)
+        assert available(found), json.dumps(found.get("status"))
+        pod_spec = found["spec"]["template"]["spec"]
+        assert pod_spec["securityContext"]["runAsUser"] == 65532
+        assert pod_spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+        assert all(c["securityContext"]["readOnlyRootFilesystem"] for c in pod_spec["containers"])
+    built = kubectl_json(cluster, "-n", NAMESPACE, "get", "deployment", names[-1])
+    image = built["spec"]["template"]["spec"]["containers"][0]["image"]
+    assert image.startswith(f"{SCHEDULERS[deployment]}:h-"), image
+    # The process really runs as 65532 (the image's USER and the pod's runAsUser agree).
+    pods = kubectl_json(cluster, "-n", NAMESPACE, "get", "pods", "-l", f"app.kubernetes.io/name={names[-1]}")["items"]
+    assert pods and all(s["ready"] for p in pods for s in p["status"]["containerStatuses"])
+
+
+def probe_pod(name: str, scheduler: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "labels": {"interference.orchestrator/type": "cpu"}},
+        "spec": {
+            "schedulerName": scheduler,
+            "containers": [{"name": "probe", "image": PROBE_IMAGE, "imagePullPolicy": "IfNotPresent",
+                            "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}],
+        },
+    }
+
+
+def wait_for_node(env: dict[str, str], name: str, timeout: float = 120) -> str:
+    deadline = time.monotonic() + timeout
+    while True:
+        node = kubectl(env, "get", "pod", name, "-o", "jsonpath={.spec.nodeName}").strip()
+        if node or time.monotonic() > deadline:
+            return node
+        time.sleep(2)
+
+
+def scheduled_by(env: dict[str, str], pod: str) -> list[str]:
+    events = kubectl_json(env, "get", "events", "--field-selector", f"involvedObject.name={pod},reason=Scheduled")
+    return [e.get("reportingComponent") or e["source"].get("component", "") for e in events["items"]]
+
+
+@pytest.mark.parametrize("scheduler", sorted(SCHEDULERS))
+def test_a_pod_with_the_scheduler_name_is_bound_by_that_scheduler(cluster: dict[str, str], scheduler: str) -> None:
+    pod = f"probe-{scheduler}"
+    kubectl(cluster, "apply", "-f", "-", stdin=json.dumps(probe_pod(pod, scheduler)))
+    try:
+        node = wait_for_node(cluster, pod)
+        assert node.startswith(f"{CLUSTER}-worker"), kubectl(cluster, "describe", "pod", pod)
+        assert scheduled_by(cluster, pod) == [scheduler]
+        if scheduler == "gpu-scheduler":
+            log = kubectl(cluster, "-n", NAMESPACE, "logs", "deployment/gpu-scheduler")
+            assert "Successfully bound pod to node" in log and f"default/{pod}" in log, log[-3000:]
+        else:
+            # The extender answered the filter call of this scheduler (its own counter, read through the API server).
+            metrics = kubectl(cluster, "get", "--raw",
+                              f"/api/v1/namespaces/{NAMESPACE}/services/interference-extender:http/proxy/metrics")
+            filtered = [line for line in metrics.splitlines()
+                        if line.startswith("interference_extender_requests_total{") and 'verb="filter"' in line
+                        and 'code="200"' in line]
+            assert filtered and float(filtered[0].split()[-1]) >= 1, metrics[-3000:]
+    finally:
+        kubectl(cluster, "delete", "pod", pod, "--wait=false", "--ignore-not-found")
+
+
+def test_a_second_run_changes_nothing(cluster: dict[str, str]) -> None:
+    again = site(cluster, "--tags", "extender,plugins")
+    assert again.returncode == 0, tail(again)
+    assert recap_changed(again) == 0, tail(again)
