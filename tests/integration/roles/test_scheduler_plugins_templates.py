@@ -13,6 +13,7 @@ tests/integration/test_scheduler_plugins_kwok.py. Apps opt in with
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -182,7 +183,7 @@ def test_deployment_runs_the_plugin_build_with_leader_election(manifests: list[d
     pod = deployment["spec"]["template"]["spec"]
     assert pod["serviceAccountName"] == "gpu-scheduler"
     (container,) = pod["containers"]
-    assert container["image"] == "interference-gpu-scheduler:0.1.0"
+    assert re.fullmatch(r"interference-gpu-scheduler:h-[0-9a-f]{12}", container["image"]), container["image"]
     assert container["command"][:2] == ["/gpu-scheduler", "--config=/etc/kubernetes/gpu-scheduler/config.yaml"]
     checksum = deployment["spec"]["template"]["metadata"]["annotations"]["interference.orchestrator/config-checksum"]
     assert len(checksum) == 40
