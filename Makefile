@@ -23,7 +23,7 @@ $(VENV)/.installed: requirements.txt constraints.txt
 	$(BIN)/pip install --quiet -r requirements.txt -c constraints.txt
 	touch $@
 
-tools:  ## Build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd, kwok, kwokctl, helm, kind into .cache/bin
+tools:  ## Build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd, kwok, kwokctl, helm, kind, gpu-scheduler, registry into .cache/bin
 	scripts/build-tools.sh
 
 site: setup  ## The main job: provision the cluster and place the apps

@@ -14,7 +14,11 @@
 # plugins, CoreDNS and etcd 3.6. Those have no common version flag, so
 # each carries a stamp file of what it was built from.
 #
-# Usage: scripts/build-tools.sh [TOOL ...]   (default: the kwok tier's tools and gpu-scheduler)
+# The kind tier's registry test (tests/integration/test_registry_existing_kind.py)
+# pushes images to a real OCI registry: `registry`, CNCF distribution v3,
+# pinned by hack/tools/registry.
+#
+# Usage: scripts/build-tools.sh [TOOL ...]   (default: the kwok tier's tools, gpu-scheduler and registry)
 #        scripts/build-tools.sh gpu-scheduler   (only the plugin scheduler)
 #        scripts/build-tools.sh --node-image (the node image's components)
 #        scripts/build-tools.sh --for-site   (what site.yml needs here: kind, kubectl
@@ -40,6 +44,7 @@ etcd_version=$(awk '$1 == "require" && $2 == "go.etcd.io/etcd/server/v3" {print 
 kwok_version=$(awk '$1 == "require" && $2 == "sigs.k8s.io/kwok" {print $3}' "$repo_root/hack/tools/kwok/go.mod")
 helm_version=$(awk '$1 == "require" && $2 == "helm.sh/helm/v3" {print $3}' "$repo_root/hack/tools/helm/go.mod")
 kind_version=$(awk '$1 == "require" && $2 == "sigs.k8s.io/kind" {print $3}' "$repo_root/hack/tools/kind/go.mod")
+registry_version=$(awk '$1 == "require" && $2 == "github.com/distribution/distribution/v3" {print $3}' "$repo_root/hack/tools/registry/go.mod")
 
 export CGO_ENABLED=0 GOFLAGS=-mod=mod
 # Two cores: one link at a time keeps peak memory and swap-free builds sane.
@@ -180,6 +185,9 @@ build_one() {
         "-X helm.sh/helm/v3/internal/version.version=$helm_version -X helm.sh/helm/v3/internal/version.gitTreeState=clean" ;;
     kind)
       ensure kind "$kind_version" version kind sigs.k8s.io/kind "" ;;
+    registry)
+      ensure registry "$registry_version" --version registry github.com/distribution/distribution/v3/cmd/registry \
+        "-X github.com/distribution/distribution/v3/version.version=$registry_version" ;;
     *) log "unknown tool: $1"; exit 2 ;;
   esac
 }
@@ -198,7 +206,7 @@ if [[ ${tools[0]:-} == --for-site ]]; then
   fi
 fi
 if [[ ${#tools[@]} -eq 0 ]]; then
-  tools=(etcd kwok kwokctl helm kind kube-apiserver kube-controller-manager kube-scheduler kubectl gpu-scheduler)
+  tools=(etcd kwok kwokctl helm kind kube-apiserver kube-controller-manager kube-scheduler kubectl gpu-scheduler registry)
 fi
 for tool in "${tools[@]}"; do
   build_one "$tool"

@@ -124,6 +124,12 @@ class KwokCluster:
 
         return client.CoreV1Api(config.new_client_from_config(config_file=str(self.kubeconfig)))
 
+    def apps_api(self) -> Any:
+        """AppsV1Api (Deployments) of the cluster."""
+        from kubernetes import client, config
+
+        return client.AppsV1Api(config.new_client_from_config(config_file=str(self.kubeconfig)))
+
     def start_scheduler(self, config: Path, log: Path) -> subprocess.Popen[bytes]:
         """An extra kube-scheduler process (the same binary) with its own configuration."""
         with log.open("ab") as out:

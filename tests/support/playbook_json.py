@@ -68,13 +68,27 @@ def run_playbook(
     """Write `plays` to a playbook in tmp_path and run it from the repository root."""
     playbook = tmp_path / f"playbook-{len(list(tmp_path.glob('playbook-*.yml')))}.yml"
     playbook.write_text(yaml.safe_dump(plays, sort_keys=False))
-    args = [str(VENV_BIN / "ansible-playbook"), "-i", str(REPO / "inventory" / "hosts.yml"), str(playbook)]
+    return run_playbook_file(tmp_path, playbook, extra_vars, check=check, env=env)
+
+
+def run_playbook_file(
+    tmp_path: Path,
+    playbook: Path,
+    extra_vars: dict[str, Any] | None = None,
+    *,
+    check: bool = False,
+    env: dict[str, str] | None = None,
+    args: list[str] | None = None,
+) -> PlaybookRun:
+    """Run one playbook of the checkout (site.yml...) or of tmp_path, with the json callback; `args` are appended."""
+    vars_file = tmp_path / f"extra-vars-{len(list(tmp_path.glob('extra-vars-*.json')))}.json"
+    argv = [str(VENV_BIN / "ansible-playbook"), "-i", str(REPO / "inventory" / "hosts.yml"), str(playbook)]
     if extra_vars is not None:
-        vars_file = playbook.with_suffix(".vars.json")
         vars_file.write_text(json.dumps(extra_vars))
-        args += ["-e", f"@{vars_file}"]
+        argv += ["-e", f"@{vars_file}"]
     if check:
-        args += ["--check", "--diff"]
+        argv += ["--check", "--diff"]
+    argv += args or []
     run_env = {
         **os.environ,
         "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
@@ -83,7 +97,7 @@ def run_playbook(
         "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
         **(env or {}),
     }
-    proc = subprocess.run(args, cwd=REPO, env=run_env, capture_output=True, text=True, check=False)
+    proc = subprocess.run(argv, cwd=REPO, env=run_env, capture_output=True, text=True, check=False)
     try:
         report = json.loads(proc.stdout)
     except json.JSONDecodeError as exc:

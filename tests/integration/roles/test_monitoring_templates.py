@@ -283,3 +283,42 @@ def test_check_mode_before_the_cluster_exists_generates_stores_and_installs_noth
     assert any("a real run would generate and store the password" in m for m in run.messages())
     assert run.results("Install the chart and the dashboard")[0].get("skipped") is True
     assert any(m.startswith("Grafana: http://localhost:3000") for m in run.messages())
+
+
+@pytest.mark.parametrize("mode", ["off", False])  # False: what YAML 1.1 makes of a bare `off`
+def test_off_is_one_line_and_touches_nothing(tmp_path: Path, mode: object) -> None:
+    secret_file = tmp_path / "pw"
+    run = run_playbook(
+        tmp_path,
+        role_play(),
+        {
+            "cluster_provider_resolved": "existing",
+            "monitoring_mode": mode,
+            "monitoring_grafana_password_file": str(secret_file),
+            # Any call to a cluster would fail on this kubeconfig.
+            "cluster_kubeconfig": str(tmp_path / "missing-kubeconfig"),
+        },
+    )
+    assert run.returncode == 0, run.report
+    assert run.messages() == ["monitoring: skipped: monitoring_mode is off."]
+    assert run.stats["changed"] == 0
+    assert not secret_file.exists()
+
+
+def test_auto_on_kind_installs_and_says_why(tmp_path: Path) -> None:
+    run = run_playbook(
+        tmp_path,
+        role_play(),
+        {
+            "cluster_provider_resolved": "kind",
+            "kind_cluster_exists": False,
+            "monitoring_grafana_password_file": str(tmp_path / "pw"),
+            "cluster_kubeconfig": str(tmp_path / "missing-kubeconfig"),
+        },
+        check=True,
+    )
+    assert run.returncode == 0, run.report
+    assert run.messages()[0] == (
+        "monitoring: install (auto on kind): kube-prometheus-stack 83.4.3 as release kube-prometheus-stack in"
+        " namespace monitoring, with the Interference overview dashboard."
+    )

@@ -87,7 +87,7 @@ def test_a_set_image_source_wins_over_the_probe(tmp_path: Path, closed_port: int
     assert (source, reason) == (forced, f"image_source is set to {forced}")
 
 
-def test_outside_kind_images_come_from_the_registry_without_a_probe(tmp_path: Path, closed_port: int) -> None:
+def test_kwok_runs_no_images_so_the_registry_is_not_asked(tmp_path: Path, closed_port: int) -> None:
     run = run_playbook(
         tmp_path,
         playbook_json.role_play(
@@ -96,7 +96,7 @@ def test_outside_kind_images_come_from_the_registry_without_a_probe(tmp_path: Pa
             {"ansible.builtin.debug": {"msg": "{{ cluster_provider_image_source }}"}},
         ),
         {
-            "cluster_provider_resolved": "existing",
+            "cluster_provider_resolved": "kwok",
             "cluster_provider_registry_probe": {"host": "127.0.0.1", "port": closed_port, "timeout": 2},
         },
     )
@@ -104,6 +104,40 @@ def test_outside_kind_images_come_from_the_registry_without_a_probe(tmp_path: Pa
     assert run.messages()[-1] == "registry"
     (probe,) = run.results("Ask whether the image registry answers")
     assert probe.get("skipped")
+
+
+def test_an_existing_cluster_is_offline_too_when_no_registry_answers(tmp_path: Path, closed_port: int) -> None:
+    # The workload images are built here for it (with images_registry) and the chart comes from the internet.
+    source, reason = resolve(
+        tmp_path,
+        cluster_provider_resolved="existing",
+        cluster_provider_registry_probe={"host": "127.0.0.1", "port": closed_port, "timeout": 2},
+    )
+    assert source == "offline"
+    assert reason.startswith(f"auto: no image registry answers (127.0.0.1:{closed_port}")
+    assert reason.endswith("so the workload images are built here from Go modules and Debian packages")
+
+
+@pytest.mark.parametrize(
+    ("registry", "problem"),
+    [("https://reg.example.com/x", "give it without a scheme"), ("myuser", "Docker Hub namespace")],
+)
+def test_a_bad_images_registry_stops_the_run_before_anything_is_built(
+    tmp_path: Path, closed_port: int, registry: str, problem: str
+) -> None:
+    run = run_playbook(
+        tmp_path,
+        playbook_json.role_play("cluster_provider", "image_source"),
+        {
+            "cluster_provider_resolved": "existing",
+            "images_registry": registry,
+            "cluster_provider_registry_probe": {"host": "127.0.0.1", "port": closed_port, "timeout": 1},
+        },
+    )
+    assert run.returncode != 0
+    (failed,) = run.results("Check the image registry address")
+    assert f"images_registry '{registry}': " in failed["msg"] and problem in failed["msg"]
+    assert "Traceback" not in failed["msg"]
 
 
 def debian_refs(tmp_path: Path, **extra: Any) -> dict[str, str]:

@@ -218,7 +218,7 @@ def test_deployment_runs_the_plugin_build_with_leader_election(manifests: list[d
     pod = deployment["spec"]["template"]["spec"]
     assert pod["serviceAccountName"] == "gpu-scheduler"
     (container,) = pod["containers"]
-    assert container["image"].startswith("interference-gpu-scheduler:h-")
+    assert re.fullmatch(r"interference-gpu-scheduler:h-[0-9a-f]{12}", container["image"]), container["image"]
     assert container["command"][:2] == ["/gpu-scheduler", "--config=/etc/kubernetes/gpu-scheduler/config.yaml"]
     checksum = deployment["spec"]["template"]["metadata"]["annotations"]["interference.orchestrator/config-checksum"]
     assert len(checksum) == 40

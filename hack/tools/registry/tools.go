@@ -1,0 +1,8 @@
+//go:build tools
+
+// Package tools pins the commands built from this module.
+package tools
+
+import (
+	_ "github.com/distribution/distribution/v3/cmd/registry"
+)

@@ -1,0 +1,120 @@
+"""image_refs: content tags, what a built image is called in the user's registry, and which registries are refused."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from ansible.errors import AnsibleFilterError
+from ansible_collections.interference.orchestrator.plugins.filter import content_tag as content_tag_filter
+from ansible_collections.interference.orchestrator.plugins.filter.registry_image import FilterModule, registry_image
+from ansible_collections.interference.orchestrator.plugins.module_utils.image_refs import (
+    ImageReferenceError,
+    check_registry,
+    content_tag,
+    registry_reference,
+)
+from hypothesis import given
+from hypothesis import strategies as st
+
+ECR = "123456789012.dkr.ecr.eu-west-1.amazonaws.com/interference"
+
+
+@pytest.mark.parametrize(
+    ("image", "registry", "expected"),
+    [
+        ("interference-orchestrator/povray:h-0123abcd4567", ECR, f"{ECR}/povray:h-0123abcd4567"),
+        ("pts/c-ray:h-0123abcd4567", "127.0.0.1:5000", "127.0.0.1:5000/c-ray:h-0123abcd4567"),
+        ("interference-extender:h-aa", "localhost:5000/a/b/", "localhost:5000/a/b/interference-extender:h-aa"),
+        ("interference-gpu-scheduler:h-bb", "reg.example.com", "reg.example.com/interference-gpu-scheduler:h-bb"),
+        ("pts/mbw:h-cc", "", "pts/mbw:h-cc"),
+        ("pts/mbw:h-cc", "  ", "pts/mbw:h-cc"),
+        ("localhost:5000/ns/mbw:h-cc", "reg.example.com:443/x", "reg.example.com:443/x/mbw:h-cc"),
+        # A role default read before the role computed its tag.
+        ("interference-extender:", "reg.example.com/x", "reg.example.com/x/interference-extender:"),
+    ],
+)
+def test_pushed_reference(image: str, registry: str, expected: str) -> None:
+    assert registry_reference(image, registry) == expected
+
+
+@pytest.mark.parametrize(
+    ("registry", "message"),
+    [
+        (f"https://{ECR}", "without a scheme"),
+        ("myuser", "would be read as a Docker Hub namespace"),
+        ("myuser/images", "would be read as a Docker Hub namespace; start with the registry host"),
+        ("reg.example.com/Interference", "'Interference' must be lowercase"),
+        ("reg.example.com//x", "'' must be lowercase"),
+        ("-bad.example.com", "is not a registry host[:port]"),
+        ("reg.example.com:port/x", "is not a registry host[:port]"),
+    ],
+)
+def test_bad_registries_are_named_with_what_is_wrong(registry: str, message: str) -> None:
+    with pytest.raises(ImageReferenceError, match=r"^images_registry '.*': ") as error:
+        check_registry(registry)
+    assert message in str(error.value)
+
+
+def test_an_image_without_a_tag_cannot_be_pushed() -> None:
+    with pytest.raises(ImageReferenceError, match="image 'localhost:5000/povray': needs a tag"):
+        registry_reference("localhost:5000/povray", ECR)
+
+
+def test_the_filter_turns_errors_into_filter_errors() -> None:
+    assert FilterModule().filters()["registry_image"] is registry_image
+    assert registry_image("pts/c-ray:h-1", ECR) == f"{ECR}/c-ray:h-1"
+    with pytest.raises(AnsibleFilterError, match="without a scheme"):
+        registry_image("pts/c-ray:h-1", "http://127.0.0.1:5000")
+
+
+_component = st.from_regex(r"[a-z0-9]{1,8}(-[a-z0-9]{1,8})?", fullmatch=True)
+
+
+@given(
+    host=st.sampled_from(["127.0.0.1:5000", "localhost", "reg.example.com", ECR.partition("/")[0]]),
+    path=st.lists(_component, max_size=3),
+    names=st.lists(_component, min_size=1, max_size=3),
+    tag=st.from_regex(r"h-[0-9a-f]{12}", fullmatch=True),
+)
+def test_the_pushed_reference_keeps_the_tag_and_the_last_name_under_the_registry(
+    host: str, path: list[str], names: list[str], tag: str
+) -> None:
+    registry = "/".join([host, *path])
+    pushed = registry_reference("/".join(names) + ":" + tag, registry)
+    assert pushed == f"{registry}/{names[-1]}:{tag}"
+    # Pushing the pushed reference again to the same registry names the same image.
+    assert registry_reference(pushed, registry) == pushed
+
+
+FILES = [("Dockerfile", b"FROM scratch\n"), ("pkg/a.go", b"package a\n"), ("go.mod", b"module x\n")]
+
+
+def test_content_tag_is_stable_and_independent_of_the_order_given() -> None:
+    tag = content_tag(FILES)
+    assert tag.startswith("h-") and len(tag) == 14 and int(tag[2:], 16) >= 0
+    assert content_tag(list(reversed(FILES))) == tag
+    assert content_tag(FILES, prefix="v", length=6) == "v" + tag[2:8]
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [
+        [("Dockerfile", b"FROM scratch\nUSER 1\n"), *FILES[1:]],  # an edit
+        [*FILES, ("pkg/b.go", b"package a\n")],  # an added file
+        [FILES[0], ("pkg/c.go", FILES[1][1]), FILES[2]],  # a renamed file
+        FILES[:2],  # a removed file
+    ],
+)
+def test_every_kind_of_change_gives_a_new_content_tag(changed: list[tuple[str, bytes]]) -> None:
+    assert content_tag(changed) != content_tag(FILES)
+
+
+def test_the_content_tag_filter_reads_files_relative_to_the_root(tmp_path: Path) -> None:
+    for relative, content in FILES:
+        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / relative).write_bytes(content)
+    paths = [str(tmp_path / relative) for relative, _ in FILES]
+    assert content_tag_filter.content_tag(paths, str(tmp_path)) == content_tag(FILES)
+    with pytest.raises(AnsibleFilterError, match=r"content_tag: cannot read .*missing\.go"):
+        content_tag_filter.content_tag([*paths, str(tmp_path / "missing.go")], str(tmp_path))
