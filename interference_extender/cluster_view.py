@@ -14,6 +14,9 @@ node in the view first, then POSTs the Binding, so the next decision sees it
 at once; a failed POST takes it out again, and the watch's own event for the
 pod replaces the record. The bind call names the pod only, so the view keeps
 the facts of the pods kube-scheduler last asked about (filter, prioritize).
+kube-scheduler sends the bind call of a pod from its own goroutine while it
+already asks about the next pod, so a decision first waits (briefly, see
+`deciding`) for the bind calls of the pods scored before it.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import dataclasses
 import json
 import logging
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -54,6 +58,11 @@ BIND_TIMEOUT_SECONDS = 4.0
 # Connections of the binding client: kube-scheduler binds from one goroutine
 # per pod, so a burst has many bind calls in flight at once.
 BIND_CONNECTIONS = 32
+# How long a decision waits for the bind call of a pod scored before it
+# (seconds). The call normally arrives within a millisecond of the prioritize
+# answer; a pod that is never bound (a Permit plugin refused it, it was
+# deleted) costs the next decision this wait once.
+BIND_WAIT_SECONDS = 0.1
 
 
 class BindError(Exception):
@@ -74,12 +83,52 @@ class ClusterView:
         self._binder: Any = None  # CoreV1Api once start() ran
         self._candidates: OrderedDict[str, tuple[str | None, PodFacts]] = OrderedDict()
         self._binding: dict[str, PodFacts] = {}  # recorded, Binding POST in flight
+        # Pods scored (prioritize answered) whose bind call has not come yet: key -> (when, scheduler name).
+        self._scored: dict[str, tuple[float, str | None]] = {}
+        # Scheduler names whose pods came back in bind calls: only their bind calls are waited for.
+        self._binding_schedulers: set[str | None] = set()
+        self._bind_calls = threading.Condition(self._lock)
+        # Pods of binding schedulers whose bind call did not come within BIND_WAIT_SECONDS of their score.
+        self.bind_waits_expired = 0
 
     @contextmanager
-    def locked(self) -> Iterator[ClusterView]:
-        """Hold the view still while a decision reads it."""
-        with self._lock:
+    def deciding(self, uid: str | None, facts: PodFacts, prioritize: bool) -> Iterator[ClusterView]:
+        """Hold the view still while a decision on this pod reads it, once earlier pods' bind calls are in.
+
+        kube-scheduler places one pod at a time but binds it in the
+        background: the bind call of pod N can arrive after the filter or
+        prioritize call of pod N+1. So, for pods of schedulers seen binding
+        through the extender, a decision waits until every other pod scored
+        less than BIND_WAIT_SECONDS ago has come back in a bind call. The
+        pod's facts are kept for its own bind call; `prioritize` marks it
+        scored (kube-scheduler binds it next).
+        """
+        with self._bind_calls:
+            self._candidates[facts.key] = (uid, facts)
+            self._candidates.move_to_end(facts.key)
+            if len(self._candidates) > CANDIDATES_KEPT:
+                self._candidates.popitem(last=False)
+            self._wait_for_bind_calls(facts.key)
             yield self
+            if prioritize:
+                self._scored[facts.key] = (time.monotonic(), facts.scheduler_name)
+
+    def _wait_for_bind_calls(self, key: str) -> None:
+        """Wait (lock held, released while waiting) for the bind calls of the pods scored before `key`."""
+        while True:
+            now = time.monotonic()
+            due: float | None = None  # when the first awaited bind call stops being awaited
+            for other, (since, scheduler) in list(self._scored.items()):
+                expiry = since + BIND_WAIT_SECONDS
+                if now >= expiry:
+                    del self._scored[other]  # not bound through the extender (refused, deleted, or no bindVerb)
+                    if scheduler in self._binding_schedulers and other != key:
+                        self.bind_waits_expired += 1
+                elif other != key and scheduler in self._binding_schedulers:
+                    due = expiry if due is None else min(due, expiry)
+            if due is None:
+                return
+            self._bind_calls.wait(timeout=due - now)
 
     @property
     def synced(self) -> bool:
@@ -135,14 +184,6 @@ class ClusterView:
 
     # -- the extender's own bindings
 
-    def note_candidate(self, uid: str | None, facts: PodFacts) -> None:
-        """Keep the facts of a pod kube-scheduler is placing (filter, prioritize), for its bind call."""
-        with self._lock:
-            self._candidates[facts.key] = (uid, facts)
-            self._candidates.move_to_end(facts.key)
-            if len(self._candidates) > CANDIDATES_KEPT:
-                self._candidates.popitem(last=False)
-
     def record_binding(self, key: str, uid: str | None, node: str) -> PodFacts | None:
         """Put pod `key` on `node` in the view, before the API server has the Binding.
 
@@ -150,11 +191,14 @@ class ClusterView:
         pod (not asked about since the extender started, or another pod of the
         same name): the watch then brings it.
         """
-        with self._lock:
+        with self._bind_calls:
+            self._scored.pop(key, None)
+            self._bind_calls.notify_all()
             noted = self._candidates.pop(key, None)
             if noted is None or (uid is not None and noted[0] is not None and noted[0] != uid):
                 return None
             facts = dataclasses.replace(noted[1], node_name=node)
+            self._binding_schedulers.add(facts.scheduler_name)
             self.pods.upsert(facts)
             self._binding[key] = facts
             return facts
@@ -190,9 +234,14 @@ class ClusterView:
             target=client.V1ObjectReference(api_version="v1", kind="Node", name=node),
         )
         try:
-            self._binder.create_namespaced_pod_binding(
+            # The answer (the Binding echoed) is not needed, so it is not decoded into a model;
+            # read and released, it gives the connection back to the pool (unread, each bind
+            # opened a new TLS connection: 4 ms of CPU).
+            response = self._binder.create_namespaced_pod_binding(
                 name, namespace, binding, _preload_content=False, _request_timeout=BIND_TIMEOUT_SECONDS
             )
+            response.read()
+            response.release_conn()
         except Exception as exc:  # refused, or no answer: either way the pod is not known to be there
             if recorded is not None:
                 self.end_binding(recorded, bound=False)

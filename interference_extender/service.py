@@ -103,6 +103,13 @@ class ExtenderMetrics:
             ("result",),
             registry=self.registry,
         )
+        waits_expired = Gauge(
+            "interference_extender_bind_waits_expired",
+            "Pods scored for a scheduler that binds through the extender whose bind call did not come within "
+            "the wait (0.1 s; refused by a Permit plugin, deleted, ...); count since start.",
+            registry=self.registry,
+        )
+        waits_expired.set_function(lambda: float(view.bind_waits_expired))
         pods.set_function(lambda: view.counts()[0])
         nodes.set_function(lambda: view.counts()[1])
         synced.set_function(lambda: 1.0 if view.synced else 0.0)
@@ -152,8 +159,7 @@ class ExtenderService:
             return self._bind(decoded)
         try:
             args = parse_extender_args(decoded)
-            self.view.note_candidate(args.pod_uid, args.facts)
-            with self.view.locked() as view:
+            with self.view.deciding(args.pod_uid, args.facts, prioritize=verb == "prioritize") as view:
                 if verb == "filter":
                     payload: Any = filter_nodes(args, view.pods, view.nodes, self.policy)
                 else:

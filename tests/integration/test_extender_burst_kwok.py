@@ -67,14 +67,14 @@ def test_a_burst_of_cpu_and_memory_pods_pairs_them_up(cluster: tuple[kwok.KwokCl
     random.Random(int(os.environ.get("BURST_SEED", "11"))).shuffle(types)
     plugins.create_namespace(api, GROUP)
     for i, kind in enumerate(types):
-        api.create_namespaced_pod(
-            GROUP, plugins.pod_body(f"{kind}-{i}", GROUP, SCHEDULER, labels={TYPE_LABEL: kind}, requests={"cpu": "100m"})
-        )
+        body = plugins.pod_body(f"{kind}-{i}", GROUP, SCHEDULER, labels={TYPE_LABEL: kind}, requests={"cpu": "100m"})
+        api.create_namespaced_pod(GROUP, body)
     # The scheduler starts once every pod is pending: it meets them as one burst.
     config = kwok.write_scheduler_config(
         created.workdir / "burst-scheduler.json", created.kubeconfig, SCHEDULER, f"http://{listen}"
     )
-    plugins.SchedulerProcess(created, config, created.workdir / "burst-scheduler.log", binary=kwok.TOOLS / "kube-scheduler")
+    log = created.workdir / "burst-scheduler.log"
+    plugins.SchedulerProcess(created, config, log, binary=kwok.TOOLS / "kube-scheduler")
     placed = plugins.wait_all_bound(api, GROUP, len(types))
 
     per_node: dict[str, Counter[str]] = {name: Counter() for name in NODES}
