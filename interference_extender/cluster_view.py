@@ -98,8 +98,9 @@ class ClusterView:
         kube-scheduler places one pod at a time but binds it in the
         background: the bind call of pod N can arrive after the filter or
         prioritize call of pod N+1. So, for pods of schedulers seen binding
-        through the extender, a decision waits until every other pod scored
-        less than BIND_WAIT_SECONDS ago has come back in a bind call. The
+        through the extender (since their last bind call that did not come),
+        a decision waits until every other pod scored less than
+        BIND_WAIT_SECONDS ago has come back in a bind call. The
         pod's facts are kept for its own bind call; `prioritize` marks it
         scored (kube-scheduler binds it next).
         """
@@ -122,7 +123,11 @@ class ClusterView:
                 expiry = since + BIND_WAIT_SECONDS
                 if now >= expiry:
                     del self._scored[other]  # not bound through the extender (refused, deleted, or no bindVerb)
-                    if scheduler in self._binding_schedulers and other != key:
+                    if scheduler in self._binding_schedulers:
+                        # Waited for in vain: this scheduler's pods are not awaited again until
+                        # its next bind call, so a scheduler reconfigured without bindVerb costs
+                        # one wait, not one per pod.
+                        self._binding_schedulers.discard(scheduler)
                         self.bind_waits_expired += 1
                 elif other != key and scheduler in self._binding_schedulers:
                     due = expiry if due is None else min(due, expiry)

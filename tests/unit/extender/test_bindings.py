@@ -169,6 +169,12 @@ def test_a_bind_call_that_never_comes_costs_one_wait(monkeypatch: pytest.MonkeyP
     decide_in_thread(view, "c2", seen).join(timeout=30)
     assert seen == [0.0]
     assert view.bind_waits_expired == 1
+    # The scheduler was reconfigured without bindVerb, say: its next pods are not waited for.
+    monkeypatch.setattr(cluster_view, "BIND_WAIT_SECONDS", 3600.0)
+    scored(view, "c3")
+    decision = decide_in_thread(view, "c4", seen)
+    decision.join(timeout=30)
+    assert not decision.is_alive() and seen == [0.0, 0.0]
 
 
 def test_pods_of_schedulers_that_bind_themselves_are_not_waited_for(monkeypatch: pytest.MonkeyPatch) -> None:
