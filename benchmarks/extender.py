@@ -41,6 +41,9 @@ from interference_extender.policy import ExtenderPolicy  # noqa: E402
 from interference_extender.service import ExtenderService, tune_interpreter  # noqa: E402
 from tests.support.k8s_objects import extender_args, make_node, make_pod, serialise  # noqa: E402
 
+# Raw rows of the kwok part (filter + prioritize, or prioritize only with --no-filter).
+KWOK_RESULTS = {True: REPO / "benchmarks" / "results" / "extender_kwok.json",
+                False: REPO / "benchmarks" / "results" / "extender_kwok_prioritize_only.json"}
 SIZES = (10, 100, 1000)
 PODS_PER_NODE = 10
 ZONES = ("zone-a", "zone-b", "zone-c")
@@ -261,7 +264,9 @@ def bench_kwok(node_count: int, pod_count: int, rounds: int, with_filter: bool,
     cluster = kwok.KwokCluster(name=f"ext-bench-{kwok.free_port()}", workdir=workdir,
                                create_args=("--disable-qps-limits", "--disable", "kube-scheduler"))
     cluster.create()
-    rows = []
+    rows: list[dict[str, Any]] = []
+    header = {"nodes": node_count, "pods": pod_count, "rounds": rounds, "filter": with_filter, "arms": list(arms),
+              "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "cores": os.cpu_count()}
     extender = None
     try:
         api = cluster.api()
@@ -300,6 +305,8 @@ def bench_kwok(node_count: int, pod_count: int, rounds: int, with_filter: bool,
                             row[f"extender_{verb}_mean_ms"] = round(1000 * mean, 3)
                 print(json.dumps(row), flush=True)
                 rows.append(row)
+                # Raw rows first (after every run: an interrupted benchmark keeps what it measured).
+                _write_kwok_results(header, rows)
                 api.delete_collection_namespaced_pod("default", grace_period_seconds=0)
                 kwok.wait_for("pods to be deleted", lambda: not api.list_namespaced_pod("default").items, timeout=300)
     finally:
@@ -314,7 +321,15 @@ def bench_kwok(node_count: int, pod_count: int, rounds: int, with_filter: bool,
                           "median_pods_per_s_without": without_rate, "median_pods_per_s_with": with_rate,
                           "throughput_ratio": round(with_rate / without_rate, 2) if without_rate else None})
         print(json.dumps(summaries[-1]), flush=True)
+    _write_kwok_results(header, rows, summaries)
     return [*rows, *summaries]
+
+
+def _write_kwok_results(header: dict[str, Any], rows: list[dict[str, Any]],
+                        summaries: list[dict[str, Any]] | None = None) -> None:
+    path = KWOK_RESULTS[header["filter"]]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({**header, "rows": rows, "summaries": summaries or []}, indent=1) + "\n")
 
 
 def _extender_sums(kwok: Any, listen: str) -> dict[str, tuple[float, float]]:

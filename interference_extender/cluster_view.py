@@ -56,8 +56,10 @@ CANDIDATES_KEPT = 10_000
 # server that hangs fails the call here rather than in kube-scheduler.
 BIND_TIMEOUT_SECONDS = 4.0
 # Connections of the binding client: kube-scheduler binds from one goroutine
-# per pod, so a burst has many bind calls in flight at once.
-BIND_CONNECTIONS = 32
+# per pod, so a burst has bind rate x API latency calls in flight at once (at
+# 1,000 nodes x 5,000 pods on a loaded machine, more than 32: the pool
+# overflowed, and every connection over it cost a TLS handshake).
+BIND_CONNECTIONS = 128
 # How long a decision waits for the bind call of a pod scored before it
 # (seconds). The call normally arrives within a millisecond of the prioritize
 # answer; a pod that is never bound (a Permit plugin refused it, it was

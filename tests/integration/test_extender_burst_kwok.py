@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
-from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -34,7 +32,6 @@ pytestmark = [
 ]
 
 SCHEDULER = "interference-scheduler"  # the role's profile, the one the extender's policy decides for
-TYPE_LABEL = "interference.orchestrator/type"
 BIND = os.environ.get("EXTENDER_BIND", "true").lower() not in ("0", "false", "no")
 NODES = [f"burst-{i:02d}" for i in range(20)]
 GROUP = "burst"
@@ -63,11 +60,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[kwok.Kwo
 
 def test_a_burst_of_cpu_and_memory_pods_pairs_them_up(cluster: tuple[kwok.KwokCluster, Any, str]) -> None:
     created, api, listen = cluster
-    types = ["cpu"] * 20 + ["memory"] * 20
-    random.Random(int(os.environ.get("BURST_SEED", "11"))).shuffle(types)
+    bodies = plugins.burst_pods(GROUP, SCHEDULER, int(os.environ.get("BURST_SEED", "11")))
     plugins.create_namespace(api, GROUP)
-    for i, kind in enumerate(types):
-        body = plugins.pod_body(f"{kind}-{i}", GROUP, SCHEDULER, labels={TYPE_LABEL: kind}, requests={"cpu": "100m"})
+    for body in bodies:
         api.create_namespaced_pod(GROUP, body)
     # The scheduler starts once every pod is pending: it meets them as one burst.
     config = kwok.write_scheduler_config(
@@ -75,15 +70,12 @@ def test_a_burst_of_cpu_and_memory_pods_pairs_them_up(cluster: tuple[kwok.KwokCl
     )
     log = created.workdir / "burst-scheduler.log"
     plugins.SchedulerProcess(created, config, log, binary=kwok.TOOLS / "kube-scheduler")
-    placed = plugins.wait_all_bound(api, GROUP, len(types))
+    placed = plugins.wait_all_bound(api, GROUP, len(bodies))
 
-    per_node: dict[str, Counter[str]] = {name: Counter() for name in NODES}
-    for pod, node in placed.items():
-        per_node[node][pod.split("-")[0]] += 1
-    same_type_pairs = sum(n * (n - 1) // 2 for counts in per_node.values() for n in counts.values())
-    assert same_type_pairs == 0, json.dumps({node: dict(counts) for node, counts in per_node.items()})
+    per_node = plugins.types_per_node(placed, NODES)
+    assert plugins.same_type_pairs(per_node) == 0, json.dumps({n: dict(c) for n, c in per_node.items()})
     assert all(counts == {"cpu": 1, "memory": 1} for counts in per_node.values())
     if BIND:
         # Every pod went through the extender's bind and was in its view before the watch brought it.
         recorded = kwok.metric(listen, 'interference_extender_bindings_total{result="recorded"}')
-        assert recorded == len(types)
+        assert recorded == len(bodies)
