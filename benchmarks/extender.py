@@ -6,7 +6,9 @@ Parts (all by default, or name them):
   http       the same over real HTTP keep-alive connections, server pinned to one core,
              for each server stack (stdlib ThreadingHTTPServer, aiohttp), plus requests/s.
   kwok       a kwok cluster with the real kube-scheduler: pods/s bound by a scheduler
-             with the extender versus the same scheduler without it, same pods, same run.
+             with the extender versus the same scheduler without it, same pods, same run,
+             rounds alternated (--kwok-arms adds "with extender (kube-scheduler binds)":
+             the extender without bindVerb, to show what binding through it costs).
 
 Run: PYTHONPATH=collections:. .venv/bin/python benchmarks/extender.py [decisions|http|kwok ...]
 """
@@ -17,6 +19,8 @@ import argparse
 import http.client
 import json
 import multiprocessing
+import os
+import re
 import signal
 import statistics
 import sys
@@ -37,6 +41,9 @@ from interference_extender.policy import ExtenderPolicy  # noqa: E402
 from interference_extender.service import ExtenderService, tune_interpreter  # noqa: E402
 from tests.support.k8s_objects import extender_args, make_node, make_pod, serialise  # noqa: E402
 
+# Raw rows of the kwok part (filter + prioritize, or prioritize only with --no-filter).
+KWOK_RESULTS = {True: REPO / "benchmarks" / "results" / "extender_kwok.json",
+                False: REPO / "benchmarks" / "results" / "extender_kwok_prioritize_only.json"}
 SIZES = (10, 100, 1000)
 PODS_PER_NODE = 10
 ZONES = ("zone-a", "zone-b", "zone-c")
@@ -236,61 +243,104 @@ def _bound_times(api: Any, prefix: str, count: int, timeout: float) -> dict[str,
     return seen
 
 
-def bench_kwok(node_count: int, pod_count: int, rounds: int, with_filter: bool) -> list[dict[str, Any]]:
+ARMS = {
+    # label: (the extender is called, the extender binds)
+    "without extender": (False, False),
+    "with extender": (True, True),
+    "with extender (kube-scheduler binds)": (True, False),
+}
+
+
+def bench_kwok(node_count: int, pod_count: int, rounds: int, with_filter: bool,
+               arms: Sequence[str]) -> list[dict[str, Any]]:
     from tests.support import kwok
 
     workdir = Path(tempfile.mkdtemp(prefix="extender-bench-"))
     listen = f"127.0.0.1:{kwok.free_port()}"
     kwok.render_scheduler_config(workdir, listen, {"scheduler_extender_filter": with_filter})
-    _, policy = workdir / "kube-scheduler-config.yaml", workdir / "policy.yml"
-    cluster = kwok.KwokCluster(name=f"ext-bench-{kwok.free_port()}", workdir=workdir)
+    policy = workdir / "policy.yml"
+    # The extender's policy decides for the role's scheduler name only: the runs with the
+    # extender use it, so the extender really scores (and binds) their pods.
+    decided_name = "interference-scheduler"
+    cluster = kwok.KwokCluster(name=f"ext-bench-{kwok.free_port()}", workdir=workdir,
+                               create_args=("--disable-qps-limits", "--disable", "kube-scheduler"))
     cluster.create()
-    rows = []
+    rows: list[dict[str, Any]] = []
+    header = {"nodes": node_count, "pods": pod_count, "rounds": rounds, "filter": with_filter, "arms": list(arms),
+              "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "cores": os.cpu_count()}
     extender = None
     try:
         api = cluster.api()
         kwok.create_nodes(api, [make_node(f"n{i:03d}", zone=ZONES[i % len(ZONES)]) for i in range(node_count)])
         extender = kwok.start_extender(cluster.kubeconfig, listen, policy, workdir / "extender.log")
-        # Alternate the two schedulers, round after round: this machine's load drifts,
+        # Alternate the schedulers, round after round: this machine's load drifts,
         # and a drift must not land on one side only. Medians per side are compared.
-        order = [("without extender", None), ("with extender", f"http://{listen}")] * rounds
-        for round_index, (label, url) in enumerate(order):
-            profile = f"bench-{round_index}-with" if url else f"bench-{round_index}-without"
-            config = kwok.write_scheduler_config(workdir / f"{profile}.json", cluster.kubeconfig, profile, url)
-            for i in range(pod_count):
-                kwok.create_pod(api, make_pod(f"{profile}-{i}", pod_type=("cpu", "memory")[i % 2],
-                                              app=f"app-{i % 20}", scheduler_name=profile))
-            scheduler = cluster.start_scheduler(config, workdir / f"{profile}.log")
-            bound = _bound_times(api, profile, pod_count, timeout=600)
-            kwok.stop(scheduler)
-            times = sorted(bound.values())
-            rate = (len(times) - 1) / (times[-1] - times[0]) if len(times) > 1 else 0.0
-            row: dict[str, Any] = {"part": "kwok", "round": round_index // 2, "scheduler": label,
-                                   "nodes": node_count, "pods": pod_count,
-                   "bound": len(times), "pods_per_s": round(rate, 1)}
-            if url:
-                # Time spent inside the extender per call (its own histogram), against the time per pod.
-                for verb in ("filter", "prioritize"):
-                    series = "interference_extender_request_duration_seconds"
-                    total = kwok.metric(listen, f'{series}_sum{{verb="{verb}"}}')
-                    calls = kwok.metric(listen, f'{series}_count{{verb="{verb}"}}')
-                    if total is not None and calls:
-                        row[f"extender_{verb}_mean_ms"] = round(1000 * total / calls, 3)
-            print(json.dumps(row), flush=True)
-            rows.append(row)
-            api.delete_collection_namespaced_pod("default", grace_period_seconds=0)
-            kwok.wait_for("pods to be deleted", lambda: not api.list_namespaced_pod("default").items, timeout=300)
+        for round_index in range(rounds):
+            for label in arms:
+                called, binds = ARMS[label]
+                prefix = f"bench-{round_index}-" + re.sub(r"[^a-z0-9]+", "-", label).strip("-")
+                profile = decided_name if called else prefix
+                url = f"http://{listen}" if called else None
+                config = kwok.write_scheduler_config(workdir / f"{prefix}.json", cluster.kubeconfig, profile, url,
+                                                     extender_binds=binds)
+                for i in range(pod_count):
+                    kwok.create_pod(api, make_pod(f"{prefix}-{i}", pod_type=("cpu", "memory")[i % 2],
+                                                  app=f"app-{i % 20}", scheduler_name=profile))
+                before = _extender_sums(kwok, listen)
+                load_before = os.getloadavg()[0]
+                scheduler = cluster.start_scheduler(config, workdir / f"{prefix}.log")
+                bound = _bound_times(api, prefix, pod_count, timeout=600)
+                kwok.stop(scheduler)
+                times = sorted(bound.values())
+                rate = (len(times) - 1) / (times[-1] - times[0]) if len(times) > 1 else 0.0
+                row: dict[str, Any] = {"part": "kwok", "round": round_index, "scheduler": label,
+                                       "nodes": node_count, "pods": pod_count, "bound": len(times),
+                                       "pods_per_s": round(rate, 1), "load_1m_before": round(load_before, 2),
+                                       "load_1m_after": round(os.getloadavg()[0], 2)}
+                if called:
+                    # Time spent inside the extender per call (its own histogram), this run only.
+                    after = _extender_sums(kwok, listen)
+                    for verb, (total, calls) in after.items():
+                        if calls > before[verb][1]:
+                            mean = (total - before[verb][0]) / (calls - before[verb][1])
+                            row[f"extender_{verb}_mean_ms"] = round(1000 * mean, 3)
+                print(json.dumps(row), flush=True)
+                rows.append(row)
+                # Raw rows first (after every run: an interrupted benchmark keeps what it measured).
+                _write_kwok_results(header, rows)
+                api.delete_collection_namespaced_pod("default", grace_period_seconds=0)
+                kwok.wait_for("pods to be deleted", lambda: not api.list_namespaced_pod("default").items, timeout=300)
     finally:
         if extender is not None:
             kwok.stop(extender)
         cluster.delete()
-    with_rate = statistics.median(r["pods_per_s"] for r in rows if r["scheduler"] == "with extender")
     without_rate = statistics.median(r["pods_per_s"] for r in rows if r["scheduler"] == "without extender")
-    ratio = {"part": "kwok", "rounds": rounds, "filter": with_filter, "median_pods_per_s_without": without_rate,
-             "median_pods_per_s_with": with_rate,
-             "throughput_ratio": round(with_rate / without_rate, 2) if without_rate else None}
-    print(json.dumps(ratio), flush=True)
-    return [*rows, ratio]
+    summaries = []
+    for label in arms[1:]:
+        with_rate = statistics.median(r["pods_per_s"] for r in rows if r["scheduler"] == label)
+        summaries.append({"part": "kwok", "rounds": rounds, "filter": with_filter, "arm": label,
+                          "median_pods_per_s_without": without_rate, "median_pods_per_s_with": with_rate,
+                          "throughput_ratio": round(with_rate / without_rate, 2) if without_rate else None})
+        print(json.dumps(summaries[-1]), flush=True)
+    _write_kwok_results(header, rows, summaries)
+    return [*rows, *summaries]
+
+
+def _write_kwok_results(header: dict[str, Any], rows: list[dict[str, Any]],
+                        summaries: list[dict[str, Any]] | None = None) -> None:
+    path = KWOK_RESULTS[header["filter"]]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({**header, "rows": rows, "summaries": summaries or []}, indent=1) + "\n")
+
+
+def _extender_sums(kwok: Any, listen: str) -> dict[str, tuple[float, float]]:
+    """(seconds, calls) the extender's latency histogram holds per verb so far."""
+    series = "interference_extender_request_duration_seconds"
+    return {
+        verb: (kwok.metric(listen, f'{series}_sum{{verb="{verb}"}}') or 0.0,
+               kwok.metric(listen, f'{series}_count{{verb="{verb}"}}') or 0.0)
+        for verb in ("filter", "prioritize", "bind")
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -302,6 +352,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--kwok-pods", type=int, default=300)
     parser.add_argument("--kwok-rounds", type=int, default=3, help="runs of each scheduler, alternated")
     parser.add_argument("--no-filter", action="store_true", help="kwok: prioritize only (role: filter false)")
+    parser.add_argument("--kwok-arms", default="without extender,with extender",
+                        help=f"kwok: comma-separated schedulers to alternate, of: {', '.join(ARMS)}"
+                             " (the first must be 'without extender', the reference)")
     args = parser.parse_args(argv)
     # A SIGTERM (timeout, Ctrl-C of a wrapper) still runs the clean-ups: no cluster left behind.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
@@ -310,7 +363,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "http" in args.parts:
         bench_http(args.stacks.split(","))
     if "kwok" in args.parts:
-        bench_kwok(args.kwok_nodes, args.kwok_pods, args.kwok_rounds, with_filter=not args.no_filter)
+        arms = [arm.strip() for arm in args.kwok_arms.split(",") if arm.strip()]
+        if arms[:1] != ["without extender"] or not set(arms) <= set(ARMS):
+            parser.error(f"--kwok-arms: 'without extender' first, then some of {list(ARMS)[1:]}")
+        bench_kwok(args.kwok_nodes, args.kwok_pods, args.kwok_rounds, not args.no_filter, arms)
     return 0
 
 

@@ -1,4 +1,4 @@
-"""The extender's live view of the cluster: pods and nodes, kept by list + watch.
+"""The extender's live view of the cluster: pods and nodes, kept by list + watch, and its own bindings.
 
 One thread per kind (Pod, Node) lists once, then watches from the list's
 resourceVersion, so the view follows every change as the API server sends it
@@ -6,18 +6,33 @@ resourceVersion, so the view follows every change as the API server sends it
 fresh list after a short back-off; the view is replaced atomically then.
 Reads and updates share one lock; the decisions hold it for the duration of
 one request (milliseconds), the watch for one event.
+
+The watch lags kube-scheduler: in a burst, the next pod is scored before the
+previous binding has come back through the watch. When kube-scheduler
+delegates binding to the extender (`bindVerb`), `bind` records the pod on its
+node in the view first, then POSTs the Binding, so the next decision sees it
+at once; a failed POST takes it out again, and the watch's own event for the
+pod replaces the record. The bind call names the pod only, so the view keeps
+the facts of the pods kube-scheduler last asked about (filter, prioritize).
+kube-scheduler sends the bind call of a pod from its own goroutine while it
+already asks about the next pod, so a decision first waits (briefly, see
+`deciding`) for the bind calls of the pods scored before it.
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import json
 import logging
 import threading
+import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from .facts import NodeFacts, PodIndex, node_facts, pod_facts
+from .facts import NodeFacts, PodFacts, PodIndex, node_facts, pod_facts
 
 LOG = logging.getLogger("interference_extender.view")
 
@@ -32,6 +47,28 @@ BACKOFF_SECONDS = (0.5, 1.0, 2.0, 5.0, 10.0)
 # finished pods (and sends DELETED when a pod finishes), which spares the
 # watch thread most events of a busy scheduler.
 POD_FIELD_SELECTOR = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
+# Pods being placed (asked about in filter or prioritize, not bound yet) whose
+# facts the view keeps for their bind call; the oldest go first. Pods that are
+# never bound (unschedulable, deleted) leave this way.
+CANDIDATES_KEPT = 10_000
+# One Binding POST (seconds): under kube-scheduler's default extender
+# httpTimeout (5 s, the role's scheduler_extender_http_timeout), so an API
+# server that hangs fails the call here rather than in kube-scheduler.
+BIND_TIMEOUT_SECONDS = 4.0
+# Connections of the binding client: kube-scheduler binds from one goroutine
+# per pod, so a burst has bind rate x API latency calls in flight at once (at
+# 1,000 nodes x 5,000 pods on a loaded machine, more than 32: the pool
+# overflowed, and every connection over it cost a TLS handshake).
+BIND_CONNECTIONS = 128
+# How long a decision waits for the bind call of a pod scored before it
+# (seconds). The call normally arrives within a millisecond of the prioritize
+# answer; a pod that is never bound (a Permit plugin refused it, it was
+# deleted) costs the next decision this wait once.
+BIND_WAIT_SECONDS = 0.1
+
+
+class BindError(Exception):
+    """A bind call failed; the message is what kube-scheduler logs (ExtenderBindingResult.Error)."""
 
 
 class ClusterView:
@@ -45,12 +82,60 @@ class ClusterView:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self.watching = False
+        self._binder: Any = None  # CoreV1Api once start() ran
+        self._candidates: OrderedDict[str, tuple[str | None, PodFacts]] = OrderedDict()
+        self._binding: dict[str, PodFacts] = {}  # recorded, Binding POST in flight
+        # Pods scored (prioritize answered) whose bind call has not come yet: key -> (when, scheduler name).
+        self._scored: dict[str, tuple[float, str | None]] = {}
+        # Scheduler names whose pods came back in bind calls: only their bind calls are waited for.
+        self._binding_schedulers: set[str | None] = set()
+        self._bind_calls = threading.Condition(self._lock)
+        # Pods of binding schedulers whose bind call did not come within BIND_WAIT_SECONDS of their score.
+        self.bind_waits_expired = 0
 
     @contextmanager
-    def locked(self) -> Iterator[ClusterView]:
-        """Hold the view still while a decision reads it."""
-        with self._lock:
+    def deciding(self, uid: str | None, facts: PodFacts, prioritize: bool) -> Iterator[ClusterView]:
+        """Hold the view still while a decision on this pod reads it, once earlier pods' bind calls are in.
+
+        kube-scheduler places one pod at a time but binds it in the
+        background: the bind call of pod N can arrive after the filter or
+        prioritize call of pod N+1. So, for pods of schedulers seen binding
+        through the extender (since their last bind call that did not come),
+        a decision waits until every other pod scored less than
+        BIND_WAIT_SECONDS ago has come back in a bind call. The
+        pod's facts are kept for its own bind call; `prioritize` marks it
+        scored (kube-scheduler binds it next).
+        """
+        with self._bind_calls:
+            self._candidates[facts.key] = (uid, facts)
+            self._candidates.move_to_end(facts.key)
+            if len(self._candidates) > CANDIDATES_KEPT:
+                self._candidates.popitem(last=False)
+            self._wait_for_bind_calls(facts.key)
             yield self
+            if prioritize:
+                self._scored[facts.key] = (time.monotonic(), facts.scheduler_name)
+
+    def _wait_for_bind_calls(self, key: str) -> None:
+        """Wait (lock held, released while waiting) for the bind calls of the pods scored before `key`."""
+        while True:
+            now = time.monotonic()
+            due: float | None = None  # when the first awaited bind call stops being awaited
+            for other, (since, scheduler) in list(self._scored.items()):
+                expiry = since + BIND_WAIT_SECONDS
+                if now >= expiry:
+                    del self._scored[other]  # not bound through the extender (refused, deleted, or no bindVerb)
+                    if scheduler in self._binding_schedulers:
+                        # Waited for in vain: this scheduler's pods are not awaited again until
+                        # its next bind call, so a scheduler reconfigured without bindVerb costs
+                        # one wait, not one per pod.
+                        self._binding_schedulers.discard(scheduler)
+                        self.bind_waits_expired += 1
+                elif other != key and scheduler in self._binding_schedulers:
+                    due = expiry if due is None else min(due, expiry)
+            if due is None:
+                return
+            self._bind_calls.wait(timeout=due - now)
 
     @property
     def synced(self) -> bool:
@@ -72,6 +157,9 @@ class ClusterView:
         """Replace every pod with the items of a fresh list."""
         facts = [pod_facts(item) for item in items]
         with self._lock:
+            # The list is the API server's word: bindings in flight are in it or
+            # come with the watch that follows it.
+            self._binding.clear()
             self.pods.clear()
             for fact in facts:
                 self.pods.upsert(fact)
@@ -86,6 +174,7 @@ class ClusterView:
         """Apply one watch event (ADDED, MODIFIED, DELETED) on a Pod."""
         fact = pod_facts(obj)
         with self._lock:
+            self._binding.pop(fact.key, None)  # the watch's word replaces the extender's own record
             if kind == "DELETED":
                 self.pods.remove(fact.key)
             else:
@@ -100,6 +189,75 @@ class ClusterView:
             elif fact.name:
                 self.nodes[fact.name] = fact
 
+    # -- the extender's own bindings
+
+    def record_binding(self, key: str, uid: str | None, node: str) -> PodFacts | None:
+        """Put pod `key` on `node` in the view, before the API server has the Binding.
+
+        Returns the facts recorded, or None when the view has no facts of that
+        pod (not asked about since the extender started, or another pod of the
+        same name): the watch then brings it.
+        """
+        with self._bind_calls:
+            self._scored.pop(key, None)
+            self._bind_calls.notify_all()
+            noted = self._candidates.pop(key, None)
+            if noted is None or (uid is not None and noted[0] is not None and noted[0] != uid):
+                return None
+            facts = dataclasses.replace(noted[1], node_name=node)
+            self._binding_schedulers.add(facts.scheduler_name)
+            self.pods.upsert(facts)
+            self._binding[key] = facts
+            return facts
+
+    def end_binding(self, facts: PodFacts, bound: bool) -> None:
+        """The Binding POST of a recorded pod returned; a failed one takes the record out again.
+
+        Only the extender's own record is taken out: when the watch has
+        delivered the pod meanwhile (bound elsewhere, deleted), its event stands.
+        """
+        with self._lock:
+            if self._binding.get(facts.key) is not facts:
+                return
+            del self._binding[facts.key]
+            if not bound:
+                self.pods.remove(facts.key)
+
+    def bind(self, namespace: str, name: str, uid: str | None, node: str) -> bool:
+        """Bind a pod to a node for kube-scheduler (its `bindVerb`), recording it in the view first.
+
+        Returns True when the pod was recorded at once, False when only the
+        watch will bring it (record_binding). Raises BindError with the API
+        server's answer when the Binding is refused.
+        """
+        from kubernetes import client
+        from kubernetes.client.exceptions import ApiException
+
+        if self._binder is None:
+            raise BindError("the extender watches no cluster (started without --kubeconfig): it cannot bind pods")
+        recorded = self.record_binding(f"{namespace}/{name}", uid, node)
+        binding = client.V1Binding(
+            metadata=client.V1ObjectMeta(name=name, namespace=namespace, uid=uid),
+            target=client.V1ObjectReference(api_version="v1", kind="Node", name=node),
+        )
+        try:
+            # The answer (the Binding echoed) is not needed, so it is not decoded into a model;
+            # read and released, it gives the connection back to the pool (unread, each bind
+            # opened a new TLS connection: 4 ms of CPU).
+            response = self._binder.create_namespaced_pod_binding(
+                name, namespace, binding, _preload_content=False, _request_timeout=BIND_TIMEOUT_SECONDS
+            )
+            response.read()
+            response.release_conn()
+        except Exception as exc:  # refused, or no answer: either way the pod is not known to be there
+            if recorded is not None:
+                self.end_binding(recorded, bound=False)
+            reason = _api_message(exc) if isinstance(exc, ApiException) else f"{type(exc).__name__}: {exc}"
+            raise BindError(f"binding pod {namespace}/{name} to node {node}: {reason}") from exc
+        if recorded is not None:
+            self.end_binding(recorded, bound=True)
+        return recorded is not None
+
     # -- the watch threads
 
     def start(self, api_client: Any) -> None:
@@ -107,6 +265,9 @@ class ClusterView:
         from kubernetes import client
 
         core = client.CoreV1Api(api_client)
+        binder_configuration = copy.deepcopy(api_client.configuration)
+        binder_configuration.connection_pool_maxsize = BIND_CONNECTIONS
+        self._binder = client.CoreV1Api(client.ApiClient(binder_configuration))
         self.watching = True
         Kind = tuple[str, Callable[..., Any], dict[str, str], Callable[[list[Any]], None], Callable[..., None]]
         kinds: list[Kind] = [
@@ -175,6 +336,16 @@ class ClusterView:
                     "view: %s watch ended (%s: %s); listing again in %.1fs", name, type(exc).__name__, exc, delay
                 )
                 self._stop.wait(delay)
+
+
+def _api_message(exc: Any) -> str:
+    """HTTP status and the API server's message of an ApiException (its Status body), in one line."""
+    message = ""
+    try:
+        message = str(json.loads(exc.body or "{}").get("message") or "")
+    except (TypeError, ValueError, AttributeError):
+        message = ""
+    return f"{exc.status} {exc.reason}" + (f": {message}" if message else "")
 
 
 class WatchExpiredError(Exception):

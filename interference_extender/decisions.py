@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from ansible_collections.interference.orchestrator.plugins.module_utils.model import GPU_RESOURCE
@@ -67,6 +68,17 @@ class ExtenderArgs:
         """True when the scheduler sent names only (the extender knows the nodes)."""
         return self.node_names is not None
 
+    @cached_property
+    def facts(self) -> PodFacts:
+        """The pod's facts, read once per request (the decision and the service's bind memory share them)."""
+        return pod_facts(self.pod)
+
+    @property
+    def pod_uid(self) -> str | None:
+        """The pod's metadata.uid (kube-scheduler's bind call names the pod by it too), None when absent."""
+        uid = field_of(field_of(self.pod, "metadata") or {}, "uid")
+        return uid if isinstance(uid, str) and uid else None
+
 
 def parse_extender_args(body: object) -> ExtenderArgs:
     """Validate a decoded request body as ExtenderArgs {Pod, Nodes, NodeNames}.
@@ -98,6 +110,32 @@ def parse_extender_args(body: object) -> ExtenderArgs:
         if not isinstance(node, Mapping):
             raise ExtenderInputError(f"Nodes.items[{index}]: expected a Node object, got {json_type(node)}")
     return ExtenderArgs(pod=pod, nodes=items, node_names=None)
+
+
+@dataclass(frozen=True)
+class BindingArgs:
+    """kube-scheduler's ExtenderBindingArgs: bind pod `namespace/name` (of `uid`) to `node`."""
+
+    name: str
+    namespace: str
+    uid: str | None
+    node: str
+
+
+def parse_binding_args(body: object) -> BindingArgs:
+    """Validate a decoded bind request body as ExtenderBindingArgs {PodName, PodNamespace, PodUID, Node}."""
+    if not isinstance(body, Mapping):
+        raise ExtenderInputError(f"ExtenderBindingArgs must be a JSON object, got {type(body).__name__}")
+    values: dict[str, str] = {}
+    for key in ("PodName", "PodNamespace", "Node"):
+        value = field_of(body, key)
+        if not isinstance(value, str) or not value:
+            raise ExtenderInputError(f"ExtenderBindingArgs.{key} must be a non-empty string, got {value!r}")
+        values[key] = value
+    uid = field_of(body, "PodUID")
+    if uid is not None and not isinstance(uid, str):
+        raise ExtenderInputError(f"ExtenderBindingArgs.PodUID must be a string, got {uid!r}")
+    return BindingArgs(name=values["PodName"], namespace=values["PodNamespace"], uid=uid or None, node=values["Node"])
 
 
 def _candidates(
@@ -158,7 +196,7 @@ def filter_nodes(
     FailedAndUnresolvableNodes; the rest (a forbidden neighbour, which evicting
     it would fix; a node the extender does not know yet) to FailedNodes.
     """
-    pod = pod_facts(args.pod)
+    pod = args.facts
     passed_names: list[str] = []
     passed_nodes: list[Mapping[str, Any]] = []
     failed: dict[str, str] = {}
@@ -216,7 +254,7 @@ def score_components(
     tolerate interruption, zone spread for pods of an app when nodes have zones.
     Unknown nodes (nodeCacheCapable mode) score the minimum in every component.
     """
-    pod = pod_facts(args.pod)
+    pod = args.facts
     candidates = _candidates(args, known_nodes)
     names = [name for name, _, _ in candidates]
     known = [facts is not None for _, facts, _ in candidates]

@@ -18,8 +18,8 @@ from typing import Any
 import orjson
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from .cluster_view import ClusterView
-from .decisions import ExtenderInputError, filter_nodes, parse_extender_args, prioritize_nodes
+from .cluster_view import BindError, ClusterView
+from .decisions import ExtenderInputError, filter_nodes, parse_binding_args, parse_extender_args, prioritize_nodes
 from .policy import ExtenderPolicy
 
 LOG = logging.getLogger("interference_extender")
@@ -27,8 +27,9 @@ JSON = "application/json"
 TEXT = "text/plain; charset=utf-8"
 # Buckets (seconds) around the 20 ms target of a decision at 1,000 nodes.
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0)
-VERBS = ("filter", "prioritize")
+VERBS = ("filter", "prioritize", "bind")
 SWITCH_INTERVAL_SECONDS = 0.00025
+BIND_RESULTS = ("recorded", "unrecorded", "failed")
 
 
 @dataclass(frozen=True)
@@ -98,15 +99,31 @@ class ExtenderMetrics:
             "1 once pods and nodes are listed (or no cluster).",
             registry=self.registry,
         )
+        self.bindings = Counter(
+            "interference_extender_bindings",
+            "Bind calls, per result: recorded (bound, in the view at once), unrecorded (bound, the pod was not "
+            "asked about before: the watch brings it), failed.",
+            ("result",),
+            registry=self.registry,
+        )
+        waits_expired = Gauge(
+            "interference_extender_bind_waits_expired",
+            "Pods scored for a scheduler that binds through the extender whose bind call did not come within "
+            "the wait (0.1 s; refused by a Permit plugin, deleted, ...); count since start.",
+            registry=self.registry,
+        )
+        waits_expired.set_function(lambda: float(view.bind_waits_expired))
         pods.set_function(lambda: view.counts()[0])
         nodes.set_function(lambda: view.counts()[1])
         synced.set_function(lambda: 1.0 if view.synced else 0.0)
         for verb in VERBS:  # export the series before the first request, as dashboards expect
             self.latency.labels(verb=verb)
+        for result in BIND_RESULTS:
+            self.bindings.labels(result=result)
 
 
 class ExtenderService:
-    """Answers kube-scheduler's filter and prioritize calls, /healthz, /readyz and /metrics."""
+    """Answers kube-scheduler's filter, prioritize and bind calls, /healthz, /readyz and /metrics."""
 
     def __init__(self, view: ClusterView, policy: ExtenderPolicy) -> None:
         self.view = view
@@ -129,18 +146,23 @@ class ExtenderService:
             return _text(200, "ok") if self.view.synced else _text(503, "waiting for the first list of pods and nodes")
         if route == "/metrics":
             return Response(200, CONTENT_TYPE_LATEST, generate_latest(self.metrics.registry))
-        return _text(404, f"no such path {route}: POST /filter, POST /prioritize, GET /healthz, /readyz, /metrics")
+        return _text(
+            404, f"no such path {route}: POST /filter, /prioritize, /bind; GET /healthz, /readyz, /metrics"
+        )
 
     def _decide(self, method: str, verb: str, body: bytes) -> Response:
         if method != "POST":
-            return _text(405, f"{verb} takes POST with an ExtenderArgs JSON body")
+            kind = "ExtenderBindingArgs" if verb == "bind" else "ExtenderArgs"
+            return _text(405, f"{verb} takes POST with an {kind} JSON body")
         try:
             decoded = orjson.loads(body)
         except orjson.JSONDecodeError as exc:
             return _text(400, f"malformed JSON in the {verb} request: {exc}")
+        if verb == "bind":
+            return self._bind(decoded)
         try:
             args = parse_extender_args(decoded)
-            with self.view.locked() as view:
+            with self.view.deciding(args.pod_uid, args.facts, prioritize=verb == "prioritize") as view:
                 if verb == "filter":
                     payload: Any = filter_nodes(args, view.pods, view.nodes, self.policy)
                 else:
@@ -156,3 +178,22 @@ class ExtenderService:
             # The filter answer echoes the Node objects it keeps, and orjson
             # encodes at most 254 levels of nesting (it decodes 1,024).
             return _text(400, f"bad {verb} request: a Node nested too deeply to send back ({exc})")
+
+    def _bind(self, decoded: Any) -> Response:
+        """Answer a bind call: an ExtenderBindingResult, its Error empty when the pod is bound."""
+        try:
+            args = parse_binding_args(decoded)
+        except ExtenderInputError as exc:
+            return _text(400, f"bad bind request: {exc}")
+        try:
+            recorded = self.view.bind(args.namespace, args.name, args.uid, args.node)
+        except BindError as exc:
+            LOG.warning("%s", exc)
+            self.metrics.bindings.labels(result="failed").inc()
+            return _json(200, {"Error": str(exc)})
+        except Exception as exc:  # a bug must cost one request, never the service
+            LOG.exception("bind failed")
+            self.metrics.bindings.labels(result="failed").inc()
+            return _text(500, f"bind failed: {type(exc).__name__}: {exc}")
+        self.metrics.bindings.labels(result="recorded" if recorded else "unrecorded").inc()
+        return _json(200, {"Error": ""})

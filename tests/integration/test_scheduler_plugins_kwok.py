@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -40,7 +39,6 @@ pytestmark = [
 ]
 
 SCHEDULER = "gpu-scheduler"
-TYPE_LABEL = "interference.orchestrator/type"
 DISABLED = [name for name in os.environ.get("GPU_SCHEDULER_DISABLE", "").split(",") if name]
 ZONES = {"zone-a1": "a", "zone-a2": "a", "zone-a3": "a", "zone-a4": "a", "zone-b1": "b", "zone-c1": "c"}
 BURST_NODES = [f"burst-{i:02d}" for i in range(20)]
@@ -157,19 +155,10 @@ def test_a_burst_of_cpu_and_memory_pods_pairs_them_up(setup: Setup) -> None:
     # only assumed, and InterferenceAware sees them in its NodeInfo.
     group = "burst"
     nodes = BURST_NODES
-    types = ["cpu"] * 20 + ["memory"] * 20
-    seed = int(os.environ.get("BURST_SEED", "11"))
-    random.Random(seed).shuffle(types)
-    bodies = [
-        plugins.pod_body(f"{kind}-{i}", group, SCHEDULER, labels={TYPE_LABEL: kind}, requests={"cpu": "100m"})
-        for i, kind in enumerate(types)
-    ]
+    bodies = plugins.burst_pods(group, SCHEDULER, int(os.environ.get("BURST_SEED", "11")))
     placed = setup.create_pods("burst", bodies)
-    per_node: dict[str, Counter[str]] = {name: Counter() for name in nodes}
-    for pod, node in placed.items():
-        per_node[node][pod.split("-")[0]] += 1
-    interference = sum(count * (count - 1) // 2 for counts in per_node.values() for count in counts.values())
-    assert interference == 0, json.dumps({n: dict(c) for n, c in per_node.items()})
+    per_node = plugins.types_per_node(placed, nodes)
+    assert plugins.same_type_pairs(per_node) == 0, json.dumps({n: dict(c) for n, c in per_node.items()})
     assert all(counts == {"cpu": 1, "memory": 1} for counts in per_node.values())
 
 

@@ -73,6 +73,8 @@ class KwokCluster:
     workdir: Path
     scheduler_config: Path | None = None
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    # More `kwokctl create cluster` flags, e.g. ("--disable-qps-limits", "--disable", "kube-scheduler").
+    create_args: tuple[str, ...] = ()
 
     @property
     def env(self) -> dict[str, str]:
@@ -99,7 +101,7 @@ class KwokCluster:
         ]
         if self.scheduler_config is not None:
             argv += ["--kube-scheduler-config", str(self.scheduler_config)]
-        subprocess.run(argv, check=True, env=self.env, capture_output=True)
+        subprocess.run([*argv, *self.create_args], check=True, env=self.env, capture_output=True)
         # kwokctl's --wait covers the components, not the controller-manager's
         # first sync: a pod created before the `default` ServiceAccount exists
         # is refused by the ServiceAccount admission plugin.
@@ -235,8 +237,14 @@ def wait_bound(api: Any, name: str, namespace: str = "default", timeout: float =
     return str(wait_for(f"pod {name} to be bound", lambda: bound_node(api, name, namespace), timeout=timeout))
 
 
-def write_scheduler_config(path: Path, kubeconfig: Path, profile: str, extender_url: str | None) -> Path:
-    """A KubeSchedulerConfiguration for an extra scheduler process (benchmark: with and without the extender)."""
+def write_scheduler_config(
+    path: Path, kubeconfig: Path, profile: str, extender_url: str | None, extender_binds: bool = True
+) -> Path:
+    """A KubeSchedulerConfiguration for an extra scheduler process (benchmark: with and without the extender).
+
+    The extender entry is the role's (kube-scheduler-config.yaml next to `path`);
+    `extender_binds=False` drops its bindVerb, so kube-scheduler binds itself.
+    """
     config: dict[str, Any] = {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
@@ -247,6 +255,8 @@ def write_scheduler_config(path: Path, kubeconfig: Path, profile: str, extender_
     if extender_url:
         role_config = yaml.safe_load((path.parent / "kube-scheduler-config.yaml").read_text())
         extender = dict(role_config["extenders"][0], urlPrefix=extender_url)
+        if not extender_binds:
+            extender.pop("bindVerb", None)
         config["extenders"] = [extender]
     path.write_text(json.dumps(config))
     return path

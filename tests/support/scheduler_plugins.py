@@ -13,11 +13,16 @@ it on kwok. Shared by the integration tests and benchmarks/schedulers.py.
 from __future__ import annotations
 
 import json
+import random
 import ssl
 import subprocess
 import urllib.request
+from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+from ansible_collections.interference.orchestrator.plugins.module_utils.contract import TYPE_LABEL
 
 from tests.support.kwok import TOOLS, KwokCluster, free_port, wait_for
 from tests.support.playbook_json import run_role_entry_point
@@ -182,6 +187,29 @@ def create_namespace(api: Any, name: str) -> None:
         f"the default ServiceAccount of {name}",
         lambda: any(sa.metadata.name == "default" for sa in api.list_namespaced_service_account(name).items),
     )
+
+
+def burst_pods(group: str, scheduler: str, seed: int, per_type: int = 20) -> list[dict[str, Any]]:
+    """`per_type` cpu-heavy and `per_type` memory-heavy pods (named <type>-<i>) in the random order of `seed`."""
+    types = ["cpu"] * per_type + ["memory"] * per_type
+    random.Random(seed).shuffle(types)
+    return [
+        pod_body(f"{kind}-{i}", group, scheduler, labels={TYPE_LABEL: kind}, requests={"cpu": "100m"})
+        for i, kind in enumerate(types)
+    ]
+
+
+def types_per_node(placed: dict[str, str], nodes: Iterable[str]) -> dict[str, Counter[str]]:
+    """Pods of each type per node, for pods named <type>-<i> (burst_pods) placed as pod -> node."""
+    per_node: dict[str, Counter[str]] = {name: Counter() for name in nodes}
+    for pod, node in placed.items():
+        per_node[node][pod.split("-")[0]] += 1
+    return per_node
+
+
+def same_type_pairs(per_node: dict[str, Counter[str]]) -> int:
+    """Pairs of pods of one type sharing a node (the interference of one-hot types)."""
+    return sum(count * (count - 1) // 2 for counts in per_node.values() for count in counts.values())
 
 
 def dump(value: Any) -> str:

@@ -2,7 +2,7 @@
 
 Rendered by the role's own entry points through ansible-playbook (as site.yml
 runs them); the manifests are checked against the Kubernetes 1.34 schemas
-(kubernetes-validate) and for what the issue asks: read-only RBAC, the
+(kubernetes-validate) and for what the issue asks: least RBAC (reads, and Bindings), the
 kubescheduler.config.k8s.io/v1 extender entry, the upstream scheduler image at
 the cluster's version. The kind path needs a Docker engine, absent here; the
 kwok path runs for real in tests/integration/test_extender_kwok.py.
@@ -64,6 +64,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "scheduler_extender_forbidden_pairs": [["memory", "memory"], ["cpu", "memory"]],
     },
     "filter-off": {"scheduler_extender_filter": False},
+    "bind-off": {"scheduler_extender_bind": False},
     "managed": {"scheduler_extender_managed_resources": ["nvidia.com/gpu"]},
 }
 
@@ -100,6 +101,7 @@ def test_kwok_scheduler_configuration(configs: dict[str, Path]) -> None:
             "urlPrefix": "http://127.0.0.1:9999",
             "filterVerb": "filter",
             "prioritizeVerb": "prioritize",
+            "bindVerb": "bind",
             "weight": 5,
             "enableHTTPS": False,
             "nodeCacheCapable": True,
@@ -122,6 +124,12 @@ def test_prioritize_only_when_the_filter_is_off(configs: dict[str, Path]) -> Non
     out = configs["filter-off"]
     (extender,) = yaml.safe_load((out / "kube-scheduler-config.yaml").read_text())["extenders"]
     assert "filterVerb" not in extender
+    assert extender["prioritizeVerb"] == "prioritize"
+
+
+def test_kube_scheduler_binds_when_the_extender_bind_is_off(configs: dict[str, Path]) -> None:
+    (extender,) = yaml.safe_load((configs["bind-off"] / "kube-scheduler-config.yaml").read_text())["extenders"]
+    assert "bindVerb" not in extender
     assert extender["prioritizeVerb"] == "prioritize"
 
 
@@ -160,9 +168,12 @@ def test_manifests_are_valid_kubernetes_objects(manifests: list[dict[str, Any]])
         kubernetes_validate.validate(manifest, KUBERNETES_VERSION, strict=True)
 
 
-def test_extender_rbac_only_reads_pods_and_nodes(manifests: list[dict[str, Any]]) -> None:
+def test_extender_rbac_reads_pods_and_nodes_and_creates_bindings_only(manifests: list[dict[str, Any]]) -> None:
     role = by_kind(manifests, "ClusterRole", "interference-extender")
-    assert role["rules"] == [{"apiGroups": [""], "resources": ["pods", "nodes"], "verbs": ["get", "list", "watch"]}]
+    assert role["rules"] == [
+        {"apiGroups": [""], "resources": ["pods", "nodes"], "verbs": ["get", "list", "watch"]},
+        {"apiGroups": [""], "resources": ["pods/binding"], "verbs": ["create"]},
+    ]
     binding = by_kind(manifests, "ClusterRoleBinding", "interference-extender")
     assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": "interference-extender", "namespace": "kube-system"}
@@ -192,7 +203,8 @@ def test_second_scheduler_runs_upstream_image_with_the_extender(manifests: list[
     assert config["leaderElection"]["resourceName"] == "interference-scheduler"
     (extender,) = config["extenders"]
     assert extender["urlPrefix"] == "http://interference-extender.kube-system.svc:8888"
-    assert {"filterVerb", "prioritizeVerb", "weight", "nodeCacheCapable", "httpTimeout", "ignorable"} <= set(extender)
+    verbs = {"filterVerb", "prioritizeVerb", "bindVerb"}
+    assert verbs | {"weight", "nodeCacheCapable", "httpTimeout", "ignorable"} <= set(extender)
     lease_role = by_kind(manifests, "Role", "interference-scheduler-leader-election")
     assert lease_role["rules"][1]["resourceNames"] == ["interference-scheduler"]
 

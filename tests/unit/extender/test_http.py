@@ -114,7 +114,13 @@ def test_keep_alive_serves_several_requests_on_one_connection(server: ExtenderHT
 
 @pytest.mark.parametrize(
     ("method", "path", "status"),
-    [("GET", "/filter", 405), ("GET", "/bind", 404), ("GET", "/healthz", 200), ("GET", "/readyz", 200)],
+    [
+        ("GET", "/filter", 405),
+        ("GET", "/bind", 405),
+        ("GET", "/preempt", 404),
+        ("GET", "/healthz", 200),
+        ("GET", "/readyz", 200),
+    ],
 )
 def test_routes(server: ExtenderHTTPServer, method: str, path: str, status: int) -> None:
     assert call(server, method, path)[0] == status
