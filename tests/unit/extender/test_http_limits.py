@@ -212,7 +212,7 @@ def test_headers_over_the_head_limit_are_431(server: ExtenderHTTPServer) -> None
         (b"GARBAGE\r\n\r\n", 400),
         (b"GET /healthz HTTP/2.0\r\n\r\n", 505),
         (b"PATCH /filter HTTP/1.1\r\nConnection: close\r\n\r\n", 501),
-        (b"GET /bind HTTP/1.1\r\nConnection: close\r\n\r\n", 404),
+        (b"GET /nothing HTTP/1.1\r\nConnection: close\r\n\r\n", 404),
         (b"GET /filter HTTP/1.1\r\nConnection: close\r\n\r\n", 405),
         (b"GET /" + b"a" * 70_000 + b" HTTP/1.1\r\n\r\n", 431),
         (post_head(2, "Connection: close") + b"[]", 400),
