@@ -224,25 +224,6 @@ def _throughput(port: int, body: bytes, clients: int = 4, seconds: float = 5.0) 
 # -- kwok
 
 
-def _bound_times(api: Any, prefix: str, count: int, timeout: float) -> dict[str, float]:
-    """When each pod named prefix-* was first seen bound (monotonic seconds), polling every 50 ms.
-
-    Polling, not a watch: the same light load on the API server in both runs,
-    and 50 ms granularity is small against runs of several seconds.
-    """
-    seen: dict[str, float] = {}
-    deadline = time.monotonic() + timeout
-    while len(seen) < count and time.monotonic() < deadline:
-        response = api.list_namespaced_pod("default", _preload_content=False)
-        now = time.monotonic()
-        for pod in json.loads(response.data)["items"]:
-            name = pod["metadata"]["name"]
-            if name.startswith(prefix + "-") and pod["spec"].get("nodeName") and name not in seen:
-                seen[name] = now
-        time.sleep(0.05)
-    return seen
-
-
 ARMS = {
     # label: (the extender is called, the extender binds)
     "without extender": (False, False),
@@ -288,10 +269,14 @@ def bench_kwok(node_count: int, pod_count: int, rounds: int, with_filter: bool,
                                                   app=f"app-{i % 20}", scheduler_name=profile))
                 before = _extender_sums(kwok, listen)
                 load_before = os.getloadavg()[0]
+                listed = json.loads(api.list_namespaced_pod("default", limit=1, _preload_content=False).data)
+                # Bindings seen by a watch started before the scheduler (the previous run's pods are gone).
+                watcher = kwok.BindingWatch(api, "default", listed["metadata"]["resourceVersion"], pod_count, 600)
+                watcher.start()
                 scheduler = cluster.start_scheduler(config, workdir / f"{prefix}.log")
-                bound = _bound_times(api, prefix, pod_count, timeout=600)
+                watcher.join()
                 kwok.stop(scheduler)
-                times = sorted(bound.values())
+                times = sorted(t for t, _ in watcher.seen.values())
                 rate = (len(times) - 1) / (times[-1] - times[0]) if len(times) > 1 else 0.0
                 row: dict[str, Any] = {"part": "kwok", "round": round_index, "scheduler": label,
                                        "nodes": node_count, "pods": pod_count, "bound": len(times),

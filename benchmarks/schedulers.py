@@ -48,7 +48,6 @@ import signal
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from collections import defaultdict
 from collections.abc import Sequence
@@ -128,53 +127,6 @@ def pod_body(name: str, mix: str, scheduler_name: str, anti_affinity: bool,
     return body
 
 
-class BindingWatch(threading.Thread):
-    """When each pod of a namespace is first seen bound (monotonic seconds) and where.
-
-    A watch from `resource_version` (taken before the scheduler starts, so no
-    binding is missed), one event per binding for every scheduler alike:
-    listing 5,000 pods every 50 ms loaded the API server more than the
-    schedulers did. Runs until `count` pods are bound or `timeout` seconds.
-    """
-
-    def __init__(self, api: Any, namespace: str, resource_version: str, count: int, timeout: float) -> None:
-        super().__init__(name=f"watch-{namespace}", daemon=True)
-        self.api, self.namespace, self.version, self.count = api, namespace, resource_version, count
-        self.deadline = time.monotonic() + timeout
-        self.seen: dict[str, tuple[float, str]] = {}
-
-    def run(self) -> None:
-        from kubernetes import watch
-
-        while len(self.seen) < self.count and time.monotonic() < self.deadline:
-            try:
-                stream = watch.Watch().stream(
-                    self.api.list_namespaced_pod, self.namespace, field_selector="spec.nodeName!=",
-                    resource_version=self.version, timeout_seconds=30, allow_watch_bookmarks=True, deserialize=False,
-                )
-                for event in stream:
-                    now = time.monotonic()
-                    obj = event.get("object") or {}
-                    if event.get("type") == "ERROR":
-                        raise RuntimeError(obj.get("message") or obj)  # noqa: TRY301 - handled below: list again
-                    self.version = obj["metadata"].get("resourceVersion") or self.version
-                    name, node = obj["metadata"].get("name"), (obj.get("spec") or {}).get("nodeName")
-                    if event.get("type") in ("ADDED", "MODIFIED") and node and name not in self.seen:
-                        self.seen[name] = (now, node)
-                    if len(self.seen) >= self.count:
-                        return
-            except Exception as exc:
-                # An expired watch (410) or a broken stream: list what is bound now (their times are
-                # this moment, a rare and small error) and watch on from that list.
-                print(f"watch of {self.namespace} restarted: {exc}", file=sys.stderr, flush=True)
-                listed = json.loads(self.api.list_namespaced_pod(
-                    self.namespace, field_selector="spec.nodeName!=", _preload_content=False).data)
-                now = time.monotonic()
-                for pod in listed["items"]:
-                    self.seen.setdefault(pod["metadata"]["name"], (now, pod["spec"]["nodeName"]))
-                self.version = listed["metadata"]["resourceVersion"]
-
-
 def delete_pods(api: Any, namespace: str) -> None:
     """Delete every pod of a namespace: deletecollection at grace period 0, DELETE_PAGE pods per call.
 
@@ -241,7 +193,7 @@ def run_one(env: dict[str, Any], scheduler: str, mix: str, round_index: int) -> 
     with ThreadPoolExecutor(max_workers=8) as pool:
         list(pool.map(lambda body: api.create_namespaced_pod(namespace, body), bodies))
     version = json.loads(api.list_namespaced_pod(namespace, limit=1, _preload_content=False).data)
-    watcher = BindingWatch(api, namespace, version["metadata"]["resourceVersion"], len(specs), timeout=3600)
+    watcher = kwok.BindingWatch(api, namespace, version["metadata"]["resourceVersion"], len(specs), timeout=3600)
     watcher.start()
     recorded = "interference_extender_bindings_total{result=\"recorded\"}"
     recorded_before = kwok.metric(env["listen"], recorded) if scheduler == "extender" else None
