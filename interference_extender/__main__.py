@@ -196,7 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.pid_file:
         args.pid_file.write_text(f"{os.getpid()}\n", encoding="utf-8")
     LOG.info(
-        "listening on http://%s:%s (POST /filter, /prioritize; GET /healthz, /readyz, /metrics)",
+        "listening on http://%s:%s (POST /filter, /prioritize, /bind; GET /healthz, /readyz, /metrics)",
         *server.server_address[:2],
     )
     try:

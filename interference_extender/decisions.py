@@ -76,7 +76,10 @@ class ExtenderArgs:
     @property
     def pod_uid(self) -> str | None:
         """The pod's metadata.uid (kube-scheduler's bind call names the pod by it too), None when absent."""
-        uid = field_of(field_of(self.pod, "metadata") or {}, "uid")
+        # Read before `facts` checks the pod: metadata of the wrong type is left
+        # to that check (a 400 naming it), not a crash here.
+        metadata = field_of(self.pod, "metadata")
+        uid = field_of(metadata, "uid") if isinstance(metadata, Mapping) else None
         return uid if isinstance(uid, str) and uid else None
 
 
@@ -125,16 +128,16 @@ class BindingArgs:
 def parse_binding_args(body: object) -> BindingArgs:
     """Validate a decoded bind request body as ExtenderBindingArgs {PodName, PodNamespace, PodUID, Node}."""
     if not isinstance(body, Mapping):
-        raise ExtenderInputError(f"ExtenderBindingArgs must be a JSON object, got {type(body).__name__}")
+        raise ExtenderInputError(f"ExtenderBindingArgs: expected a JSON object, got {json_type(body)}")
     values: dict[str, str] = {}
     for key in ("PodName", "PodNamespace", "Node"):
         value = field_of(body, key)
         if not isinstance(value, str) or not value:
-            raise ExtenderInputError(f"ExtenderBindingArgs.{key} must be a non-empty string, got {value!r}")
+            raise ExtenderInputError(f"ExtenderBindingArgs.{key}: expected a non-empty string, got {json_type(value)}")
         values[key] = value
     uid = field_of(body, "PodUID")
     if uid is not None and not isinstance(uid, str):
-        raise ExtenderInputError(f"ExtenderBindingArgs.PodUID must be a string, got {uid!r}")
+        raise ExtenderInputError(f"ExtenderBindingArgs.PodUID: expected a string, got {json_type(uid)}")
     return BindingArgs(name=values["PodName"], namespace=values["PodNamespace"], uid=uid or None, node=values["Node"])
 
 

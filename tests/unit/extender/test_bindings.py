@@ -120,7 +120,7 @@ def test_bind_without_a_cluster_answers_with_an_error_for_kube_scheduler() -> No
 @pytest.mark.parametrize(
     ("body", "named"),
     [
-        ([], "must be a JSON object"),
+        ([], "ExtenderBindingArgs: expected a JSON object, got a list"),
         ({"PodNamespace": "default", "Node": "a"}, "PodName"),
         ({"PodName": "c1", "PodNamespace": "default", "Node": ""}, "Node"),
         ({"PodName": "c1", "PodNamespace": "default", "PodUID": 7, "Node": "a"}, "PodUID"),
@@ -184,3 +184,15 @@ def test_pods_of_schedulers_that_bind_themselves_are_not_waited_for(monkeypatch:
     seen: list[float] = []
     decide_in_thread(view, "c2", seen).join(timeout=30)
     assert seen == [0.0]
+
+
+@pytest.mark.parametrize("metadata", [True, 7, "x", ["uid"]])
+def test_pod_metadata_of_the_wrong_type_is_a_400_naming_it(metadata: object) -> None:
+    # Found by the fuzz test: the pod's UID (read for the bind memory) was read
+    # before the pod's fields were checked, and crashed on such metadata (500).
+    service = ExtenderService(view_with_nodes(), ExtenderPolicy())
+    body = json.dumps({"Pod": {"metadata": metadata, "spec": {}}, "NodeNames": ["a"]}).encode()
+    for verb in ("/filter", "/prioritize"):
+        response = service.answer("POST", verb, body)
+        assert response.status == 400, response.body
+        assert "Pod.metadata" in json.loads(response.body)["error"]
