@@ -14,7 +14,7 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 PHASE := $(CURDIR)/scripts/phase.sh
 export PHASE_LOG ?= $(CURDIR)/.cache/phases.tsv
 
-.PHONY: help setup tools images site test unit integration integration-random go-test lint scan molecule docker-engine node-image kind-test bench teardown phases clean
+.PHONY: help setup tools node-components build images site test unit integration integration-random go-test lint scan molecule docker-engine node-image kind-test bench teardown phases clean
 
 help:  ## List the targets
 	@awk -F ':.*## ' '/^[a-z][a-z-]*:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -55,13 +55,23 @@ unit: setup  ## pytest tests/unit: engine, filters, extender; no process, no clu
 PYTEST_WORKERS ?= 3
 INTEGRATION_ARGS := -q -rs -n $(PYTEST_WORKERS) --dist loadgroup --durations=30 tests/integration
 
-integration: setup tools images  ## pytest tests/integration: roles through ansible-playbook, scripts, kwok and kind
+integration: setup tools  ## pytest tests/integration (run `make images` first, as `make test` does): roles, scripts, kwok and kind
 	$(PHASE) integration $(BIN)/pytest $(INTEGRATION_ARGS)
 
 # pytest-randomly shuffles modules and the tests in each (seed in the first lines of
 # the output; rerun one order with -p randomly -p no:cacheprovider --randomly-seed=N).
-integration-random: setup tools images  ## The integration tier in a random order (shows that no test depends on another's order)
+integration-random: setup tools  ## The integration tier in a random order (shows that no test depends on another's order)
 	$(PHASE) integration-random $(BIN)/pytest -o addopts=-rs $(INTEGRATION_ARGS)
+
+# Everything the tests run, built up front: the control plane's Go builds and the
+# node image's run side by side (a Go link keeps one core busy, and a cold build
+# links some thirty binaries), then the images.
+build: setup  ## make tools and the node image's components (in parallel), then make images
+	$(PHASE) build-go $(MAKE) --no-print-directory -j2 tools node-components
+	$(MAKE) --no-print-directory images
+
+node-components:  ## Build the offline kind node image's components (containerd, runc, kubelet, ...) into .cache/node-image/bin
+	$(PHASE) node-components scripts/build-tools.sh --node-image
 
 # Where a Docker engine answers: the kind node image, the workload images and the
 # two schedulers' images, each cached by a hash of its inputs (playbooks/images.yml).
@@ -89,7 +99,7 @@ node-image: setup  ## Build the offline kind node image (Kubernetes v1.34.4, kin
 kind-test: setup  ## molecule test -s kind: a real kind cluster, real containers (starts Docker if needed)
 	$(PHASE) molecule-kind scripts/test-kind.sh
 
-test: setup tools lint unit go-test images integration molecule kind-test  ## Everything CI runs
+test: setup build lint unit go-test integration molecule kind-test  ## Everything CI runs
 
 bench: setup  ## Placement benchmark (figures for the README)
 	$(BIN)/python benchmarks/placement.py

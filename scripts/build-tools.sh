@@ -52,6 +52,19 @@ export GOMAXPROCS=${GOMAXPROCS:-2}
 
 log() { printf '[build-tools] %s\n' "$*" >&2; }
 
+# What each build cost, for the summary at the end (a cold Go cache makes the first builds the slow ones).
+built_summary=()
+built() {
+  log "$1: built in $2 s"
+  built_summary+=("$(printf '%-26s %5s s' "$1" "$2")")
+}
+summarize() {
+  ((${#built_summary[@]} > 0)) || return 0
+  log "built ${#built_summary[@]} binaries in $SECONDS s:"
+  printf '[build-tools]   %s\n' "${built_summary[@]}" >&2
+}
+trap summarize EXIT
+
 # reports_version BINARY VERSION ARGS...: true when BINARY ARGS prints VERSION.
 reports_version() {
   local binary=$1 version=$2 output; shift 2
@@ -85,8 +98,9 @@ ensure() {
     exit 1
   fi
   log "$name $version: building (minutes when the Go cache is cold)"
+  local started=$SECONDS
   (cd "$repo_root/hack/tools/$module_dir" && go build -trimpath -ldflags "-s -w $ldflags" -o "$target" "$package")
-  log "$name $version: built"
+  built "$name" $((SECONDS - started))
 }
 
 # module_version MODULE_DIR MODULE: the version a wrapper module pins.
@@ -106,13 +120,14 @@ ensure_stamped() {
     return
   fi
   log "$name ($module_dir): building"
+  local started=$SECONDS
   if ! (cd "$repo_root/hack/tools/$module_dir" &&
     CGO_ENABLED=$cgo go build -trimpath -tags "$tags" -ldflags "-s -w $ldflags" -o "$target" "$package"); then
     log "FAILED: building $name from hack/tools/$module_dir ($package)"
     exit 1
   fi
   echo "$stamp" >"$target.stamp"
-  log "$name: built"
+  built "$name" $((SECONDS - started))
 }
 
 build_node_components() {
