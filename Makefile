@@ -84,8 +84,10 @@ images: setup tools  ## Build every offline image the kind tier runs, once, befo
 molecule: setup tools  ## molecule test on the real control plane (kwok)
 	$(PHASE) molecule-kwok $(BIN)/molecule test
 
+# The same CGO_ENABLED and -trimpath as build-tools.sh's gpu-scheduler build: the
+# packages both compile (most of Kubernetes) are then found in the Go build cache.
 go-test:  ## go vet and go test of the kube-scheduler plugins (scheduler-plugins/)
-	cd scheduler-plugins && $(PHASE) go-test bash -c 'CGO_ENABLED=0 GOFLAGS=-mod=mod go vet ./... && CGO_ENABLED=0 GOFLAGS=-mod=mod go test ./...'
+	cd scheduler-plugins && $(PHASE) go-test env CGO_ENABLED=0 GOFLAGS="-mod=mod -trimpath" bash -c 'go vet ./... && go test ./...'
 
 
 docker-engine:  ## Start a Docker engine where none answers (installs docker.io; root)
