@@ -138,7 +138,19 @@ build_node_components() {
       "-X github.com/containerd/containerd/v2/version.Version=$v" "no_aufs no_zfs no_btrfs no_devmapper urfave_cli_no_docs"
   done
   v=$(module_version runc github.com/opencontainers/runc)
-  # runc needs cgo for libseccomp (Debian: libseccomp-dev, pkg-config).
+  # runc needs cgo for libseccomp (Debian: libseccomp-dev, pkg-config). As root
+  # they are installed when missing (a new machine lacks them), like debootstrap
+  # and docker.io are by the scripts that need them; otherwise say what to install.
+  if ! { command -v pkg-config >/dev/null && pkg-config --exists libseccomp; }; then
+    if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+      log "runc needs libseccomp's headers: apt-get install pkg-config libseccomp-dev"
+      apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        pkg-config libseccomp-dev >&2 || { log "FAILED: apt-get install pkg-config libseccomp-dev"; exit 1; }
+    else
+      log "FAILED: runc needs libseccomp's headers: install pkg-config and libseccomp-dev (Debian), then rerun"
+      exit 1
+    fi
+  fi
   ensure_stamped runc runc github.com/opencontainers/runc "-X main.version=${v#v}" "seccomp urfave_cli_no_docs" 1
   v=$(module_version crictl sigs.k8s.io/cri-tools)
   ensure_stamped crictl crictl sigs.k8s.io/cri-tools/cmd/crictl "-X sigs.k8s.io/cri-tools/pkg/version.Version=$v"
