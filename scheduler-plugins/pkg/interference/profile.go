@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-
-	v1 "k8s.io/api/core/v1"
 )
 
 // Dimensions are the resources of a pressure profile, in the order of
@@ -98,18 +96,28 @@ const (
 	sourceTypeLabel
 )
 
-// podProfile returns the pod's profile: the annotation when present, else
-// the one-hot profile of the type label, else none. A malformed annotation or
-// an unknown type is an error (the caller scores the pod neutral).
-func podProfile(pod *v1.Pod, annotationKey, labelKey string, cache *annotationCache) (Profile, profileSource, error) {
-	if value, ok := pod.Annotations[annotationKey]; ok {
-		profile, err := cache.parse(value)
+// MaxAnnotationBytes bounds the profile annotation that is parsed, as
+// MAX_PROFILE_ANNOTATION_CHARS in plugins/module_utils/contract.py does for
+// the Python side: anyone who may create a pod writes it, and a longer text
+// is not a profile (five numbers need well under a hundred bytes).
+const MaxAnnotationBytes = 1024
+
+// podProfile returns a pod's profile from its annotation and label values:
+// the annotation when present, else the one-hot profile of the type label,
+// else none. A malformed or oversized annotation or an unknown type is an
+// error (the caller scores the pod neutral).
+func podProfile(annotation string, hasAnnotation bool, label string, hasLabel bool) (Profile, profileSource, error) {
+	if hasAnnotation {
+		if len(annotation) > MaxAnnotationBytes {
+			return Profile{}, sourceAnnotation, fmt.Errorf("%d bytes, more than the %d a profile may have", len(annotation), MaxAnnotationBytes)
+		}
+		profile, err := ParseAnnotation(annotation)
 		return profile, sourceAnnotation, err
 	}
-	if value, ok := pod.Labels[labelKey]; ok {
-		profile, known := typeProfiles[strings.ToLower(value)]
+	if hasLabel {
+		profile, known := typeProfiles[strings.ToLower(label)]
 		if !known {
-			return Profile{}, sourceTypeLabel, fmt.Errorf("unknown type %q: expected cpu or memory", value)
+			return Profile{}, sourceTypeLabel, fmt.Errorf("unknown type %q: expected cpu or memory", label)
 		}
 		return profile, sourceTypeLabel, nil
 	}
