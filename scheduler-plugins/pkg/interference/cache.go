@@ -60,17 +60,18 @@ func (p *Plugin) profileOf(logger klog.Logger, pod *v1.Pod) (Profile, bool) {
 		return entry.profile, entry.usable
 	}
 	c.parses.Add(1)
-	profile, source, err := podProfile(annotation, hasAnnotation, label, hasLabel)
+	profile, usable, problem := podProfile(annotation, hasAnnotation, label, hasLabel)
 	entry = &podEntry{
 		annotation: annotation, label: label, hasAnnotation: hasAnnotation, hasLabel: hasLabel,
-		profile: profile, usable: err == nil && source != sourceNone,
+		profile: profile, usable: usable,
 	}
-	if err != nil {
-		where := p.args.ProfileAnnotation
-		if source == sourceTypeLabel {
-			where = p.args.TypeLabel
+	if problem != nil {
+		outcome := "the pod counts as neutral"
+		if usable {
+			outcome = "the pod counts by its type label"
 		}
-		logger.Info("Ignoring a bad interference profile: the pod counts as neutral", "plugin", Name, "pod", klog.KObj(pod), "key", where, "err", err)
+		logger.Info("Ignoring a bad interference profile: "+outcome, "plugin", Name, "pod", klog.KObj(pod),
+			"annotation", p.args.ProfileAnnotation, "label", p.args.TypeLabel, "err", problem)
 	}
 	c.mu.Lock()
 	if len(c.entries) >= maxPodEntries {
