@@ -35,7 +35,12 @@ minutes).
 Raw rows go to benchmarks/results/schedulers.json first; the table is derived
 from that file only (--table re-prints it).
 
-Run: PYTHONPATH=collections:. .venv/bin/python benchmarks/schedulers.py [--nodes 1000 --pods 5000 --rounds 1]
+The ratio that can be quoted is per round: each scheduler's pods/s over plain
+kube-scheduler's in the same round (same cluster, minutes apart), reported as
+the median and the spread (min-max) over at least 5 rounds, next to the load
+average sampled during each run (`load_1m_during`).
+
+Run: PYTHONPATH=collections:. .venv/bin/python benchmarks/schedulers.py [--nodes 1000 --pods 5000 --rounds 5]
 """
 
 from __future__ import annotations
@@ -204,8 +209,10 @@ def run_one(env: dict[str, Any], scheduler: str, mix: str, round_index: int) -> 
         config = kwok.write_scheduler_config(workdir / f"{profile}.json", cluster.kubeconfig, scheduler_name, url)
         process = plugins.SchedulerProcess(cluster, config, workdir / f"{profile}.log",
                                            binary=kwok.TOOLS / "kube-scheduler")
+    loads: list[float] = []
     while watcher.is_alive() and process.process.poll() is None:
-        watcher.join(timeout=5)
+        watcher.join(timeout=1)
+        loads.append(os.getloadavg()[0])
     if process.process.poll() is not None:
         raise RuntimeError(f"{scheduler} exited: {(workdir / f'{profile}.log').read_text()[-3000:]}")
     seen = watcher.seen
@@ -232,6 +239,8 @@ def run_one(env: dict[str, Any], scheduler: str, mix: str, round_index: int) -> 
         "interference": round(sum(node_interference(p) for p in per_node.values()), 3),
         "lower_bound": round(interference_lower_bound([s[1] for s in specs], env["node_count"]), 3),
         "load_1m_before": round(load_before, 2), "load_1m_after": round(os.getloadavg()[0], 2),
+        # Mean of the 1-minute load average sampled every second while the burst was placed.
+        "load_1m_during": round(statistics.mean(loads), 2) if loads else None,
     }
     if recorded_before is not None:
         # Bindings the extender made and recorded in its view at once (bindVerb): all of them, or the fix is off.
@@ -327,11 +336,60 @@ def table(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def round_ratios(results: dict[str, Any]) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """Per (mix, scheduler): each round's pods/s and algorithm p50 as ratios to kube-scheduler's of the same round.
+
+    Rounds alternate the schedulers (A B A B), so a round's ratio compares two
+    runs minutes apart on the same cluster; the load average during each run
+    is kept beside it.
+    """
+    rows = results["rows"]
+    base = {(r["mix"], r["round"]): r for r in rows if r["scheduler"] == "kube-scheduler"}
+    ratios: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        plain = base.get((r["mix"], r["round"]))
+        if r["scheduler"] == "kube-scheduler" or plain is None or not plain["pods_per_s"]:
+            continue
+        algorithm = None
+        if r.get("algorithm_p50_ms") and plain.get("algorithm_p50_ms"):
+            algorithm = r["algorithm_p50_ms"] / plain["algorithm_p50_ms"]
+        ratios[(r["mix"], r["scheduler"])].append({
+            "round": r["round"], "throughput": r["pods_per_s"] / plain["pods_per_s"], "algorithm_p50": algorithm,
+            "load": r.get("load_1m_during"), "load_plain": plain.get("load_1m_during"),
+        })
+    return ratios
+
+
+def ratio_table(results: dict[str, Any]) -> str:
+    """Median and spread (min-max) of the per-round ratios to kube-scheduler, with each round's load."""
+    lines = [
+        "Per-round ratios to plain kube-scheduler (same mix, same round): median [min-max] over the rounds",
+        "",
+        "| mix | scheduler | rounds | pods/s ratio | algorithm p50 ratio | per-round pods/s ratios "
+        "| load during (this / plain) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+
+    def summary(values: list[float]) -> str:
+        if not values:
+            return "-"
+        return f"{statistics.median(values):.2f}x [{min(values):.2f}-{max(values):.2f}]"
+
+    for (mix, scheduler), entries in sorted(round_ratios(results).items()):
+        throughput = [e["throughput"] for e in entries]
+        algorithm = [e["algorithm_p50"] for e in entries if e["algorithm_p50"] is not None]
+        each = ", ".join(f"{e['throughput']:.2f}" for e in entries)
+        loads = ", ".join(f"{e['load']}/{e['load_plain']}" for e in entries)
+        lines.append(f"| {mix} | {scheduler} | {len(entries)} | {summary(throughput)} | {summary(algorithm)} "
+                     f"| {each} | {loads} |")
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--pods", type=int, default=5000)
-    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=5, help="rounds, each running every scheduler once (A B A B)")
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--schedulers", default=",".join(SCHEDULERS))
     parser.add_argument("--mixes", default=",".join(MIXES))
@@ -348,7 +406,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
         results = bench(args.nodes, args.pods, args.rounds, schedulers, mixes, args.seed, args.results)
         write_results(results, args.results)
-    print(table(json.loads(args.results.read_text())))
+    results = json.loads(args.results.read_text())
+    print(table(results))
+    print()
+    print(ratio_table(results))
     return 0
 
 

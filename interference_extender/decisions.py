@@ -21,7 +21,7 @@ MIN_EXTENDER_PRIORITY to MAX_EXTENDER_PRIORITY.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -240,10 +240,11 @@ def spread_scores(values: Sequence[float], higher_is_better: bool) -> list[float
     return [MAX_EXTENDER_PRIORITY * (high - v) / span for v in values]
 
 
-def _zone_counts(app_key: str, pods: PodIndex, zone_of: Mapping[str, str | None]) -> Counter[str | None]:
+def _zone_counts(app_key: str, pods: PodIndex, zone_of: Callable[[str], str | None]) -> Counter[str | None]:
+    """The app's pod count per zone: O(nodes the app is on), not O(nodes of the cluster)."""
     counts: Counter[str | None] = Counter()
     for node, count in pods.app_nodes(app_key).items():
-        counts[zone_of.get(node)] += count
+        counts[zone_of(node)] += count
     return counts
 
 
@@ -273,7 +274,7 @@ def score_components(
 
     if weights.interference > 0 and pod.profile is not None:
         profile = pod.profile
-        components["interference"] = known_only([pods.interference(profile, name) for name in names], False)
+        components["interference"] = known_only(pods.interference_many(profile, names), False)
     if weights.gpu_memory > 0 and pod.gpus > 0:
         memory = [float((facts.gpu_memory_bytes or 0) if facts else 0) for _, facts, _ in candidates]
         if any(memory):
@@ -282,11 +283,20 @@ def score_components(
         spot = [1.0 if facts is not None and facts.spot else 0.0 for _, facts, _ in candidates]
         components["spot"] = known_only(spot, True)
     if weights.zone_spread > 0 and pod.app_key is not None:
-        zone_of: dict[str, str | None] = {name: facts.zone for name, facts in known_nodes.items()}
-        zone_of.update({name: facts.zone for name, facts, _ in candidates if facts is not None})
-        if any(zone_of.get(name) for name in names):
+        # The Node objects of the request (full node list) win over the view's; only the
+        # candidates and the nodes the app is on are looked up.
+        sent = {name: facts.zone for name, facts, _ in candidates if facts is not None}
+
+        def zone_of(name: str) -> str | None:
+            if name in sent:
+                return sent[name]
+            facts = known_nodes.get(name)
+            return facts.zone if facts is not None else None
+
+        candidate_zones = [zone_of(name) for name in names]
+        if any(candidate_zones):
             counts = _zone_counts(pod.app_key, pods, zone_of)
-            components["zone_spread"] = known_only([float(counts[zone_of.get(name)]) for name in names], False)
+            components["zone_spread"] = known_only([float(counts[zone]) for zone in candidate_zones], False)
     return names, components
 
 
@@ -301,14 +311,17 @@ def prioritize_nodes(
     names, components = score_components(args, pods, known_nodes, policy)
     weights = {name: getattr(policy.weights, name) for name in components}
     total_weight = sum(weights.values())
-    result = []
-    for index, name in enumerate(names):
-        if total_weight <= 0:
-            score = MIN_EXTENDER_PRIORITY
-        else:
-            mean = sum(weights[c] * values[index] for c, values in components.items()) / total_weight
-            score = max(MIN_EXTENDER_PRIORITY, min(MAX_EXTENDER_PRIORITY, round(mean)))
-        result.append({"Host": name, "Score": score})
-    return result
+    if total_weight <= 0:
+        return [{"Host": name, "Score": MIN_EXTENDER_PRIORITY} for name in names]
+    # Component by component over all nodes (the same additions in the same
+    # order as a sum per node, so the same floats), not a generator per node.
+    totals = [0.0] * len(names)
+    for component, values in components.items():
+        weight = weights[component]
+        totals = [total + weight * value for total, value in zip(totals, values, strict=True)]
+    return [
+        {"Host": name, "Score": max(MIN_EXTENDER_PRIORITY, min(MAX_EXTENDER_PRIORITY, round(total / total_weight)))}
+        for name, total in zip(names, totals, strict=True)
+    ]
 
 

@@ -339,6 +339,22 @@ class PodIndex:
         sums = self._profile_sums.get(node)
         return dot(profile, sums) if sums is not None else 0.0
 
+    def interference_many(self, profile: Profile, nodes: Iterable[str]) -> list[float]:
+        """`interference(profile, node)` for each node, in order: the prioritize hot path.
+
+        The same sums in the same order as `dot` (0 + p0*s0 + p1*s1 + ...), so
+        the same floats, without a generator per node.
+        """
+        if len(profile) != len(PRESSURE_DIMENSIONS):
+            return [self.interference(profile, node) for node in nodes]
+        p0, p1, p2, p3, p4 = profile
+        sums = self._profile_sums
+        zero = (0.0, 0.0, 0.0, 0.0, 0.0)
+        return [
+            0.0 + p0 * s[0] + p1 * s[1] + p2 * s[2] + p3 * s[3] + p4 * s[4]
+            for s in (sums.get(node, zero) for node in nodes)
+        ]
+
     def types_on(self, node: str) -> Counter[str]:
         """Count of pods per type label on `node`."""
         return self._type_counts.get(node) or Counter()

@@ -90,9 +90,9 @@ func TestNodeWithoutLabelsOrCapacity(t *testing.T) {
 func TestArgs(t *testing.T) {
 	for raw, want := range map[string]string{
 		`{"resourceName": "nvidia.com/gpu", "memoryLabel": "nvidia.com/gpu.memory"}`: "",
-		`{"resourceName": "bad name!"}`: "args.resourceName",
-		`{"memoryLabel": ""}`:           "args.memoryLabel",
-		`{"avoidGPUNodes": true}`:       "unknown field",
+		`{"resourceName": "bad name!"}`:                                              "args.resourceName",
+		`{"memoryLabel": ""}`:                                                        "args.memoryLabel",
+		`{"avoidGPUNodes": true}`:                                                    "unknown field",
 	} {
 		_, err := New(context.Background(), pluginargs.Unknown(raw), nil)
 		if want == "" {

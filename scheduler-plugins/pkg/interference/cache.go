@@ -1,40 +1,133 @@
 package interference
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
 
-// annotationCache remembers parsed annotations by their text. Score reads the
-// profile of every pod on every candidate node, and a cluster has few
-// distinct profile texts, so parsing each text once keeps Score cheap.
-type annotationCache struct {
-	mu      sync.RWMutex
-	entries map[string]parsed
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+)
+
+// podProfiles remembers each pod's parsed profile by UID, with the annotation
+// and label text it was read from: a pod is parsed once when the plugin
+// first meets it (as the pod being scheduled or as a pod on a node), and
+// again only if its annotation or label changes. Comparing the remembered
+// text with the pod's is cheap: an assumed pod and the pod it was copied
+// from share the same string data.
+type podProfiles struct {
+	mu      sync.Mutex
+	entries map[types.UID]*podEntry
+	parses  atomic.Int64 // profiles parsed (memo misses), for the tests
 }
 
-type parsed struct {
-	profile Profile
-	err     error
+type podEntry struct {
+	annotation, label string
+	hasAnnotation     bool
+	hasLabel          bool
+	profile           Profile
+	usable            bool // false: no profile, or a bad one (the pod is neutral)
 }
 
-// maxCacheEntries bounds the cache when every pod carries its own text.
-const maxCacheEntries = 4096
+// maxPodEntries bounds the memo when pods come and go faster than the
+// informer's delete events reach it (or without an informer, in tests).
+// Forgetting costs only a parse.
+const maxPodEntries = 1 << 17
 
-func newAnnotationCache() *annotationCache {
-	return &annotationCache{entries: map[string]parsed{}}
+func newPodProfiles() *podProfiles {
+	return &podProfiles{entries: map[types.UID]*podEntry{}}
 }
 
-func (c *annotationCache) parse(value string) (Profile, error) {
-	c.mu.RLock()
-	entry, ok := c.entries[value]
-	c.mu.RUnlock()
-	if ok {
-		return entry.profile, entry.err
-	}
-	profile, err := ParseAnnotation(value)
+// forget drops a deleted pod.
+func (c *podProfiles) forget(uid types.UID) {
 	c.mu.Lock()
-	if len(c.entries) >= maxCacheEntries {
-		c.entries = map[string]parsed{}
-	}
-	c.entries[value] = parsed{profile: profile, err: err}
+	delete(c.entries, uid)
 	c.mu.Unlock()
-	return profile, err
 }
+
+// profileOf returns the pod's profile and whether it is usable. A bad profile is
+// logged once, when it is parsed: once per pod and text.
+func (p *Plugin) profileOf(logger klog.Logger, pod *v1.Pod) (Profile, bool) {
+	annotation, hasAnnotation := pod.Annotations[p.args.ProfileAnnotation]
+	label, hasLabel := pod.Labels[p.args.TypeLabel]
+	c := p.pods
+	c.mu.Lock()
+	entry, ok := c.entries[pod.UID]
+	c.mu.Unlock()
+	if ok && entry.hasAnnotation == hasAnnotation && entry.hasLabel == hasLabel &&
+		entry.annotation == annotation && entry.label == label {
+		return entry.profile, entry.usable
+	}
+	c.parses.Add(1)
+	profile, usable, problem := podProfile(annotation, hasAnnotation, label, hasLabel)
+	entry = &podEntry{
+		annotation: annotation, label: label, hasAnnotation: hasAnnotation, hasLabel: hasLabel,
+		profile: profile, usable: usable,
+	}
+	if problem != nil {
+		outcome := "the pod counts as neutral"
+		if usable {
+			outcome = "the pod counts by its type label"
+		}
+		logger.Info("Ignoring a bad interference profile: "+outcome, "plugin", Name, "pod", klog.KObj(pod),
+			"annotation", p.args.ProfileAnnotation, "label", p.args.TypeLabel, "err", problem)
+	}
+	c.mu.Lock()
+	if len(c.entries) >= maxPodEntries {
+		c.entries = map[types.UID]*podEntry{}
+	}
+	c.entries[pod.UID] = entry
+	c.mu.Unlock()
+	return entry.profile, entry.usable
+}
+
+// nodeSums is the sum of the profiles of the pods on one node (assumed pods
+// included), valid for one NodeInfo generation. The framework gives every
+// change of a NodeInfo (a pod added, assumed, removed, the node updated) a
+// new, never reused generation, and its snapshot keeps the generation of the
+// NodeInfo it copies, so a node's sum is recomputed once per change, not per
+// pod scheduled.
+type nodeSums struct {
+	generation int64
+	sum        Profile
+	// members holds the profiled pods on the node by UID, so that Score can
+	// leave out the pod being scheduled when it is already in the NodeInfo.
+	members map[types.UID]Profile
+}
+
+// nodeCache maps a node name to its *nodeSums. A sync.Map: Score reads it from
+// the framework's parallel workers, and each entry is replaced, never changed.
+type nodeCache struct{ entries sync.Map }
+
+// sumsOf returns the node's sums for this NodeInfo's generation, recomputing
+// them when the node changed since they were last computed.
+func (p *Plugin) sumsOf(logger klog.Logger, nodeInfo fwk.NodeInfo) *nodeSums {
+	name := nodeInfo.Node().Name
+	generation := nodeInfo.GetGeneration()
+	if cached, ok := p.nodes.entries.Load(name); ok {
+		if sums := cached.(*nodeSums); sums.generation == generation {
+			return sums
+		}
+	}
+	sums := &nodeSums{generation: generation}
+	for _, info := range nodeInfo.GetPods() {
+		pod := info.GetPod()
+		profile, ok := p.profileOf(logger, pod)
+		if !ok || profile == (Profile{}) {
+			continue
+		}
+		for i := range sums.sum {
+			sums.sum[i] += profile[i]
+		}
+		if sums.members == nil {
+			sums.members = map[types.UID]Profile{}
+		}
+		sums.members[pod.UID] = profile
+	}
+	p.nodes.entries.Store(name, sums)
+	return sums
+}
+
+// forgetNode drops a deleted node.
+func (c *nodeCache) forget(name string) { c.entries.Delete(name) }

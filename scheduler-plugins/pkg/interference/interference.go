@@ -7,11 +7,11 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -60,9 +60,9 @@ func (a Args) Validate() error {
 
 // Plugin scores nodes by the interference a pod would add there.
 type Plugin struct {
-	args   Args
-	cache  *annotationCache
-	warned sync.Map // pod keys whose bad profile was logged
+	args  Args
+	pods  *podProfiles
+	nodes *nodeCache
 }
 
 var (
@@ -70,8 +70,10 @@ var (
 	_ framework.ScorePlugin    = &Plugin{}
 )
 
-// New builds the plugin from its args (defaults for missing fields).
-func New(_ context.Context, obj runtime.Object, _ framework.Handle) (framework.Plugin, error) {
+// New builds the plugin from its args (defaults for missing fields). With a
+// handle (in the scheduler), deleted pods and nodes leave the plugin's memos
+// through the scheduler's own informers.
+func New(_ context.Context, obj runtime.Object, handle framework.Handle) (framework.Plugin, error) {
 	args := DefaultArgs()
 	if err := pluginargs.Decode(Name, obj, &args); err != nil {
 		return nil, err
@@ -79,7 +81,38 @@ func New(_ context.Context, obj runtime.Object, _ framework.Handle) (framework.P
 	if err := args.Validate(); err != nil {
 		return nil, err
 	}
-	return &Plugin{args: args, cache: newAnnotationCache()}, nil
+	p := &Plugin{args: args, pods: newPodProfiles(), nodes: &nodeCache{}}
+	if handle != nil && handle.SharedInformerFactory() != nil {
+		informers := handle.SharedInformerFactory().Core().V1()
+		if _, err := informers.Pods().Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			DeleteFunc: func(obj interface{}) {
+				if pod, ok := deleted[*v1.Pod](obj); ok {
+					p.pods.forget(pod.UID)
+				}
+			},
+		}); err != nil {
+			return nil, fmt.Errorf("%s: watching pod deletions: %w", Name, err)
+		}
+		if _, err := informers.Nodes().Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			DeleteFunc: func(obj interface{}) {
+				if node, ok := deleted[*v1.Node](obj); ok {
+					p.nodes.forget(node.Name)
+				}
+			},
+		}); err != nil {
+			return nil, fmt.Errorf("%s: watching node deletions: %w", Name, err)
+		}
+	}
+	return p, nil
+}
+
+// deleted unwraps an informer's delete event (the object, or its tombstone).
+func deleted[T any](obj interface{}) (T, bool) {
+	if tombstone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	value, ok := obj.(T)
+	return value, ok
 }
 
 // Name returns the plugin name.
@@ -101,27 +134,23 @@ func (p *Plugin) PreScore(ctx context.Context, cycle fwk.CycleState, pod *v1.Pod
 }
 
 // Score returns the added interference in raw units (Resolution per unit);
-// NormalizeScore turns lower interference into a higher score.
+// NormalizeScore turns lower interference into a higher score. The added
+// interference is the dot product of the pod's profile with the sum of the
+// profiles on the node (dot is linear), the sum kept per node generation.
 func (p *Plugin) Score(ctx context.Context, cycle fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
 	data, err := cycle.Read(stateKey)
 	if err != nil {
 		return 0, fwk.AsStatus(fmt.Errorf("%s: reading cycle state: %w", Name, err))
 	}
 	profile := data.(*state).profile
-	logger := klog.FromContext(ctx)
-	var added float64
-	// GetPods includes pods the scheduler has assumed but not yet bound, so a
-	// burst sees the pods placed just before it.
-	for _, info := range nodeInfo.GetPods() {
-		other := info.GetPod()
-		if other.UID == pod.UID {
-			continue
+	// NodeInfo includes pods the scheduler has assumed but not yet bound, so
+	// a burst sees the pods placed just before it.
+	sums := p.sumsOf(klog.FromContext(ctx), nodeInfo)
+	added := Dot(profile, sums.sum)
+	if len(sums.members) > 0 {
+		if own, onNode := sums.members[pod.UID]; onNode {
+			added -= Dot(profile, own)
 		}
-		otherProfile, ok := p.profileOf(logger, other)
-		if !ok {
-			continue
-		}
-		added += Dot(profile, otherProfile)
 	}
 	return int64(math.Round(added * float64(p.args.Resolution))), nil
 }
@@ -134,21 +163,4 @@ func (p *Plugin) ScoreExtensions() framework.ScoreExtensions { return p }
 func (p *Plugin) NormalizeScore(_ context.Context, _ fwk.CycleState, _ *v1.Pod, scores framework.NodeScoreList) *fwk.Status {
 	nodescore.InvertMinMax(scores)
 	return nil
-}
-
-// profileOf returns the pod's profile, logging a bad one once per pod.
-func (p *Plugin) profileOf(logger klog.Logger, pod *v1.Pod) (Profile, bool) {
-	profile, source, err := podProfile(pod, p.args.ProfileAnnotation, p.args.TypeLabel, p.cache)
-	if err != nil {
-		key := pod.Namespace + "/" + pod.Name
-		if _, seen := p.warned.LoadOrStore(key, true); !seen {
-			where := p.args.ProfileAnnotation
-			if source == sourceTypeLabel {
-				where = p.args.TypeLabel
-			}
-			logger.Info("Ignoring a bad interference profile: the pod counts as neutral", "plugin", Name, "pod", klog.KObj(pod), "key", where, "err", err)
-		}
-		return Profile{}, false
-	}
-	return profile, source != sourceNone
 }

@@ -3,10 +3,9 @@ package interference
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
-
-	v1 "k8s.io/api/core/v1"
 )
 
 // Dimensions are the resources of a pressure profile, in the order of
@@ -46,7 +45,8 @@ func AddedInterference(pod Profile, others []Profile) float64 {
 }
 
 // ParseAnnotation reads a profile annotation: a JSON object mapping a subset
-// of Dimensions to numbers in [0, 1], at least one entry.
+// of Dimensions to numbers in [0, 1]. The empty object is the profile that
+// presses on nothing (what the apps role writes for an all-zero profile).
 func ParseAnnotation(value string) (Profile, error) {
 	var raw map[string]any
 	decoder := json.NewDecoder(bytes.NewReader([]byte(value)))
@@ -56,9 +56,6 @@ func ParseAnnotation(value string) (Profile, error) {
 	}
 	if decoder.More() {
 		return Profile{}, fmt.Errorf("trailing data after the JSON object")
-	}
-	if len(raw) == 0 {
-		return Profile{}, fmt.Errorf("empty profile: give at least one of %s", strings.Join(Dimensions[:], ", "))
 	}
 	var profile Profile
 	for key, entry := range raw {
@@ -89,29 +86,45 @@ func dimensionIndex(name string) int {
 	return -1
 }
 
-// profileSource says where a pod's profile came from, for log messages.
-type profileSource int
+// MaxAnnotationBytes bounds the profile annotation that is parsed, as
+// MAX_PROFILE_ANNOTATION_CHARS in plugins/module_utils/contract.py does for
+// the Python side: anyone who may create a pod writes it, and a longer text
+// is not a profile (five numbers need well under a hundred bytes).
+const MaxAnnotationBytes = 1024
 
-const (
-	sourceNone profileSource = iota
-	sourceAnnotation
-	sourceTypeLabel
-)
-
-// podProfile returns the pod's profile: the annotation when present, else
-// the one-hot profile of the type label, else none. A malformed annotation or
-// an unknown type is an error (the caller scores the pod neutral).
-func podProfile(pod *v1.Pod, annotationKey, labelKey string, cache *annotationCache) (Profile, profileSource, error) {
-	if value, ok := pod.Annotations[annotationKey]; ok {
-		profile, err := cache.parse(value)
-		return profile, sourceAnnotation, err
-	}
-	if value, ok := pod.Labels[labelKey]; ok {
-		profile, known := typeProfiles[strings.ToLower(value)]
-		if !known {
-			return Profile{}, sourceTypeLabel, fmt.Errorf("unknown type %q: expected cpu or memory", value)
+// podProfile returns a pod's profile from its annotation and label values,
+// as plugins/module_utils/contract.py's pod_profile reads it: a valid
+// annotation, else the one-hot profile of the type label, else none (ok
+// false: the pod is neutral). problem describes a malformed or oversized
+// annotation or an unknown type, for the log; the pod then counts as if
+// that value were absent.
+func podProfile(annotation string, hasAnnotation bool, label string, hasLabel bool) (profile Profile, ok bool, problem error) {
+	if hasAnnotation {
+		var err error
+		if len(annotation) > MaxAnnotationBytes {
+			err = fmt.Errorf("%d bytes, more than the %d a profile may have", len(annotation), MaxAnnotationBytes)
+		} else {
+			profile, err = ParseAnnotation(annotation)
 		}
-		return profile, sourceTypeLabel, nil
+		if err == nil {
+			return profile, true, nil
+		}
+		problem = fmt.Errorf("annotation: %w", err)
 	}
-	return Profile{}, sourceNone, nil
+	if !hasLabel {
+		return Profile{}, false, problem
+	}
+	profile, known := typeProfiles[strings.ToLower(label)]
+	if known {
+		return profile, true, problem
+	}
+	if problem == nil && strings.EqualFold(label, customType) {
+		// A profile-only app's label: its annotation is the profile.
+		return Profile{}, false, nil
+	}
+	return Profile{}, false, errors.Join(problem, fmt.Errorf("type label: unknown type %q: expected cpu or memory", label))
 }
+
+// customType is the type label of an app given by a profile only
+// (CUSTOM_TYPE in plugins/module_utils/contract.py).
+const customType = "custom"

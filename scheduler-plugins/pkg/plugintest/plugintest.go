@@ -27,42 +27,59 @@ type Cluster struct {
 	Nodes     []*v1.Node
 }
 
-// New builds the framework. args may be nil (plugin defaults).
-func New(t *testing.T, name string, factory frameworkruntime.PluginFactory, args runtime.Object, pods []*v1.Pod, nodes []*v1.Node) *Cluster {
+// Plugin is one plugin of a profile: its name, factory, args (nil: its
+// defaults) and score weight.
+type Plugin struct {
+	Name    string
+	Factory frameworkruntime.PluginFactory
+	Args    runtime.Object
+	Weight  int32
+}
+
+// New builds the framework with one plugin. args may be nil (plugin defaults).
+func New(t testing.TB, name string, factory frameworkruntime.PluginFactory, args runtime.Object, pods []*v1.Pod, nodes []*v1.Node) *Cluster {
+	t.Helper()
+	return NewProfile(t, []Plugin{{Name: name, Factory: factory, Args: args, Weight: 1}}, pods, nodes)
+}
+
+// NewProfile builds the framework with several plugins, each enabled at every
+// extension point it implements, as the scheduler's multiPoint expansion
+// does, with its score weight.
+func NewProfile(t testing.TB, enabled []Plugin, pods []*v1.Pod, nodes []*v1.Node) *Cluster {
 	t.Helper()
 	// The framework records plugin metrics; the scheduler registers them at start.
 	metrics.Register()
 	registry := frameworkruntime.Registry{
 		queuesort.Name:     queuesort.New,
 		defaultbinder.Name: defaultbinder.New,
-		name:               factory,
 	}
 	plugins := &config.Plugins{
 		QueueSort: config.PluginSet{Enabled: []config.Plugin{{Name: queuesort.Name}}},
 		Bind:      config.PluginSet{Enabled: []config.Plugin{{Name: defaultbinder.Name}}},
 	}
-	// Enable the plugin at the extension points it implements, as the
-	// scheduler's multiPoint expansion does.
-	probe, err := factory(context.Background(), args, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	plugin := []config.Plugin{{Name: name, Weight: 1}}
-	if _, ok := probe.(framework.PreFilterPlugin); ok {
-		plugins.PreFilter.Enabled = plugin
-	}
-	if _, ok := probe.(framework.FilterPlugin); ok {
-		plugins.Filter.Enabled = plugin
-	}
-	if _, ok := probe.(framework.PreScorePlugin); ok {
-		plugins.PreScore.Enabled = plugin
-	}
-	if _, ok := probe.(framework.ScorePlugin); ok {
-		plugins.Score.Enabled = plugin
-	}
 	profile := &config.KubeSchedulerProfile{SchedulerName: "test", Plugins: plugins}
-	if args != nil {
-		profile.PluginConfig = []config.PluginConfig{{Name: name, Args: args}}
+	for _, pl := range enabled {
+		registry[pl.Name] = pl.Factory
+		probe, err := pl.Factory(context.Background(), pl.Args, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		entry := config.Plugin{Name: pl.Name, Weight: pl.Weight}
+		if _, ok := probe.(framework.PreFilterPlugin); ok {
+			plugins.PreFilter.Enabled = append(plugins.PreFilter.Enabled, entry)
+		}
+		if _, ok := probe.(framework.FilterPlugin); ok {
+			plugins.Filter.Enabled = append(plugins.Filter.Enabled, entry)
+		}
+		if _, ok := probe.(framework.PreScorePlugin); ok {
+			plugins.PreScore.Enabled = append(plugins.PreScore.Enabled, entry)
+		}
+		if _, ok := probe.(framework.ScorePlugin); ok {
+			plugins.Score.Enabled = append(plugins.Score.Enabled, entry)
+		}
+		if pl.Args != nil {
+			profile.PluginConfig = append(profile.PluginConfig, config.PluginConfig{Name: pl.Name, Args: pl.Args})
+		}
 	}
 	snapshot := cache.NewSnapshot(pods, nodes)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -75,7 +92,7 @@ func New(t *testing.T, name string, factory frameworkruntime.PluginFactory, args
 	return &Cluster{Framework: fw, Snapshot: snapshot, Nodes: nodes}
 }
 
-func (c *Cluster) nodeInfos(t *testing.T) []fwk.NodeInfo {
+func (c *Cluster) nodeInfos(t testing.TB) []fwk.NodeInfo {
 	t.Helper()
 	infos, err := c.Snapshot.NodeInfos().List()
 	if err != nil {
@@ -85,7 +102,7 @@ func (c *Cluster) nodeInfos(t *testing.T) []fwk.NodeInfo {
 }
 
 // Feasible runs PreFilter and Filter; returns the names of the nodes that pass.
-func (c *Cluster) Feasible(t *testing.T, pod *v1.Pod) []string {
+func (c *Cluster) Feasible(t testing.TB, pod *v1.Pod) []string {
 	t.Helper()
 	ctx := context.Background()
 	state := framework.NewCycleState()
@@ -108,7 +125,7 @@ func (c *Cluster) Feasible(t *testing.T, pod *v1.Pod) []string {
 // Scores runs PreScore and Score (with NormalizeScore) over every node and
 // returns the plugin's normalised score per node name; an empty map when
 // PreScore skipped (the plugin is neutral for this pod).
-func (c *Cluster) Scores(t *testing.T, pod *v1.Pod) map[string]int64 {
+func (c *Cluster) Scores(t testing.TB, pod *v1.Pod) map[string]int64 {
 	t.Helper()
 	ctx := context.Background()
 	state := framework.NewCycleState()
@@ -127,4 +144,43 @@ func (c *Cluster) Scores(t *testing.T, pod *v1.Pod) map[string]int64 {
 		}
 	}
 	return out
+}
+
+// Decision runs a whole scheduling cycle's filter and score over every node:
+// the nodes that pass PreFilter and Filter, and each one's total score (the
+// weighted sum of the plugins' normalised scores, as the scheduler adds them).
+func (c *Cluster) Decision(t testing.TB, pod *v1.Pod) ([]string, map[string]int64) {
+	t.Helper()
+	ctx := context.Background()
+	state := framework.NewCycleState()
+	infos := c.nodeInfos(t)
+	if _, status, _ := c.Framework.RunPreFilterPlugins(ctx, state, pod); !status.IsSuccess() && !status.IsSkip() {
+		if status.IsRejected() {
+			return nil, map[string]int64{}
+		}
+		t.Fatalf("PreFilter: %v", status)
+	}
+	var feasible []fwk.NodeInfo
+	var names []string
+	for _, info := range infos {
+		if status := c.Framework.RunFilterPlugins(ctx, state, pod, info); status.IsSuccess() {
+			feasible = append(feasible, info)
+			names = append(names, info.Node().Name)
+		}
+	}
+	totals := map[string]int64{}
+	if len(feasible) == 0 {
+		return names, totals
+	}
+	if status := c.Framework.RunPreScorePlugins(ctx, state, pod, feasible); !status.IsSuccess() {
+		t.Fatalf("PreScore: %v", status)
+	}
+	scores, status := c.Framework.RunScorePlugins(ctx, state, pod, feasible)
+	if !status.IsSuccess() {
+		t.Fatalf("Score: %v", status)
+	}
+	for _, node := range scores {
+		totals[node.Name] = node.TotalScore
+	}
+	return names, totals
 }

@@ -5,11 +5,14 @@ package zone
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
+	toolscache "k8s.io/client-go/tools/cache"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
@@ -45,6 +48,9 @@ func (a Args) Validate() error {
 type Plugin struct {
 	args   Args
 	handle framework.Handle
+	// nodes maps a node name to its *nodeOwners; PreScore replaces an entry
+	// when its node changed.
+	nodes sync.Map
 }
 
 var (
@@ -61,7 +67,23 @@ func New(_ context.Context, obj runtime.Object, handle framework.Handle) (framew
 	if err := args.Validate(); err != nil {
 		return nil, err
 	}
-	return &Plugin{args: args, handle: handle}, nil
+	p := &Plugin{args: args, handle: handle}
+	if handle != nil && handle.SharedInformerFactory() != nil {
+		// A deleted node's counts leave with it.
+		if _, err := handle.SharedInformerFactory().Core().V1().Nodes().Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			DeleteFunc: func(obj interface{}) {
+				if tombstone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+					obj = tombstone.Obj
+				}
+				if node, ok := obj.(*v1.Node); ok {
+					p.nodes.Delete(node.Name)
+				}
+			},
+		}); err != nil {
+			return nil, fmt.Errorf("%s: watching node deletions: %w", Name, err)
+		}
+	}
+	return p, nil
 }
 
 // Name returns the plugin name.
@@ -76,17 +98,63 @@ type state struct {
 
 func (s *state) Clone() fwk.StateData { return s }
 
+// ownerKey identifies a pod's controller: the pods of one owner are spread.
+type ownerKey struct{ namespace, kind, name string }
+
 // owner identifies the pod's controller; ok is false for a bare pod.
-func owner(pod *v1.Pod) (string, bool) {
+func owner(pod *v1.Pod) (ownerKey, bool) {
 	ref := metav1.GetControllerOfNoCopy(pod)
 	if ref == nil {
-		return "", false
+		return ownerKey{}, false
 	}
-	return pod.Namespace + "/" + ref.Kind + "/" + ref.Name, true
+	return ownerKey{pod.Namespace, ref.Kind, ref.Name}, true
+}
+
+// nodeOwners counts the pods per owner on one node (assumed pods included,
+// pods being deleted left out), valid for one NodeInfo generation: the
+// framework gives every change of a NodeInfo a new, never reused generation
+// and its snapshots keep it, so a node is counted again once per change,
+// not once per pod scheduled.
+type nodeOwners struct {
+	generation int64
+	counts     map[ownerKey]int64
+	// uids are the counted pods, so that PreScore can leave out the pod
+	// being scheduled when it is already in the NodeInfo.
+	uids map[types.UID]struct{}
+}
+
+// ownersOf returns the node's owner counts for this NodeInfo's generation.
+func (p *Plugin) ownersOf(nodeInfo fwk.NodeInfo, name string) *nodeOwners {
+	generation := nodeInfo.GetGeneration()
+	if cached, ok := p.nodes.Load(name); ok {
+		if owners := cached.(*nodeOwners); owners.generation == generation {
+			return owners
+		}
+	}
+	owners := &nodeOwners{generation: generation}
+	for _, info := range nodeInfo.GetPods() {
+		other := info.GetPod()
+		if other.DeletionTimestamp != nil {
+			continue
+		}
+		key, ok := owner(other)
+		if !ok {
+			continue
+		}
+		if owners.counts == nil {
+			owners.counts = map[ownerKey]int64{}
+			owners.uids = map[types.UID]struct{}{}
+		}
+		owners.counts[key]++
+		owners.uids[other.UID] = struct{}{}
+	}
+	p.nodes.Store(name, owners)
+	return owners
 }
 
 // PreScore counts the owner's pods per zone over every node of the snapshot
-// (assumed pods included). Bare pods skip Score.
+// (assumed pods included), from each node's owner counts. Bare pods skip
+// Score.
 func (p *Plugin) PreScore(_ context.Context, cycle fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) *fwk.Status {
 	key, ok := owner(pod)
 	if !ok {
@@ -106,16 +174,14 @@ func (p *Plugin) PreScore(_ context.Context, cycle fwk.CycleState, pod *v1.Pod, 
 		if !labelled {
 			continue
 		}
-		count := s.counts[zone]
-		for _, info := range nodeInfo.GetPods() {
-			other := info.GetPod()
-			if other.UID == pod.UID || other.DeletionTimestamp != nil {
-				continue
-			}
-			if otherKey, ok := owner(other); ok && otherKey == key {
-				count++
+		owners := p.ownersOf(nodeInfo, node.Name)
+		count := owners.counts[key]
+		if count > 0 {
+			if _, self := owners.uids[pod.UID]; self {
+				count--
 			}
 		}
+		count += s.counts[zone]
 		s.counts[zone] = count
 		if count > s.highest {
 			s.highest = count

@@ -7,6 +7,9 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"interference.orchestrator/scheduler-plugins/pkg/pluginargs"
@@ -84,4 +87,41 @@ func TestArgs(t *testing.T) {
 			t.Errorf("%s: error %v, want one naming %s and %s", raw, err, Name, want)
 		}
 	}
+}
+
+// TestCountsFollowTheSnapshot: the per-node counts are kept between cycles
+// and counted again when a node's NodeInfo changes (a pod assumed onto it, a
+// pod going away); the pod being scheduled and pods being deleted never count.
+func TestCountsFollowTheSnapshot(t *testing.T) {
+	leaving := pod("web-0", "web", "b1")
+	now := metav1.Now()
+	leaving.DeletionTimestamp = &now
+	incoming := pod("web-9", "web", "")
+	incoming.Spec.NodeName = "c1" // already in c1's NodeInfo: it does not count against itself
+	c := plugintest.New(t, Name, New, nil, []*v1.Pod{pod("web-1", "web", "a1"), leaving, incoming}, nodes())
+	want := func(expected map[string]int64) {
+		t.Helper()
+		scores := c.Scores(t, incoming)
+		for name, score := range expected {
+			if scores[name] != score {
+				t.Errorf("%s: %d, want %d (all: %v)", name, scores[name], score, scores)
+			}
+		}
+	}
+	// counts a=1, b=0 (web-0 is being deleted), c=0 (web-9 is the pod itself).
+	want(map[string]int64{"a1": 0, "b1": 100, "c1": 100})
+	info, err := c.Snapshot.NodeInfos().Get("b1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	assumed := pod("web-2", "web", "b1")
+	info.(*framework.NodeInfo).AddPod(assumed)
+	info.(*framework.NodeInfo).AddPod(pod("web-3", "web", "b1"))
+	// counts a=1, b=2, c=0.
+	want(map[string]int64{"a1": 50, "b1": 0, "c1": 100})
+	if err := info.(*framework.NodeInfo).RemovePod(klog.Background(), assumed); err != nil {
+		t.Fatal(err)
+	}
+	// counts a=1, b=1, c=0.
+	want(map[string]int64{"a1": 0, "b1": 0, "c1": 100})
 }

@@ -3,9 +3,9 @@
 tests/fixtures/interference_cases.json is also read by the Go plugin
 (scheduler-plugins/pkg/interference), so the engine that plans placements and
 the InterferenceAware plugin of kube-scheduler give the same added
-interference for the same pods. A pod's profile is read as the plugin reads
-it from the cluster: the `interference.orchestrator/profile` annotation (JSON,
-validated as the engine validates an app's `profile`), else the
+interference for the same pods. A pod's profile is read by the pod contract
+(plugins/module_utils/contract.py, which the extender uses): a valid
+`interference.orchestrator/profile` annotation, else the
 `interference.orchestrator/type` label.
 """
 
@@ -17,42 +17,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ansible_collections.interference.orchestrator.plugins.module_utils import contract
 from ansible_collections.interference.orchestrator.plugins.module_utils.interference import (
-    PRESSURE_DIMENSIONS,
-    TYPE_PROFILES,
     Profile,
     dot,
     node_interference,
-    profile_for_type,
-    profile_from_mapping,
 )
 
 FIXTURE = Path(__file__).resolve().parents[3] / "fixtures" / "interference_cases.json"
 CASES: list[dict[str, Any]] = json.loads(FIXTURE.read_text())["cases"]
-ANNOTATION = "interference.orchestrator/profile"
-TYPE_LABEL = "interference.orchestrator/type"
 
 
 def pod_profile(pod: dict[str, Any]) -> Profile | None:
-    """The pod's profile, or None when it has no usable one (the plugin is then neutral)."""
-    annotations = pod.get("annotations") or {}
-    if ANNOTATION in annotations:
-        try:
-            mapping = json.loads(annotations[ANNOTATION])
-        except ValueError:
-            return None
-        if not isinstance(mapping, dict) or not mapping:
-            return None
-        for key, value in mapping.items():
-            if key not in PRESSURE_DIMENSIONS:
-                return None
-            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-                return None
-        return profile_from_mapping(mapping)
-    type_label = (pod.get("labels") or {}).get(TYPE_LABEL)
-    if type_label is None or type_label.lower() not in TYPE_PROFILES:
-        return None
-    return profile_for_type(type_label)
+    """The pod's profile as the extender reads it (the pod contract), None when it has no usable one."""
+    return contract.pod_profile(pod.get("annotations") or {}, pod.get("labels") or {})
 
 
 def test_fixture_has_cases_of_every_kind() -> None:
@@ -66,7 +44,9 @@ def test_fixture_has_cases_of_every_kind() -> None:
 def test_added_interference_matches_the_fixture(case: dict[str, Any]) -> None:
     profile = pod_profile(case["pod"])
     if case["expected"] is None:
-        assert profile is None
+        # Neutral: no profile, or one that presses on nothing (`{}`, what the
+        # apps role writes for an all-zero profile), which adds zero everywhere.
+        assert profile is None or not any(profile)
         return
     assert profile is not None
     others = [p for p in map(pod_profile, case["node_pods"]) if p is not None]
