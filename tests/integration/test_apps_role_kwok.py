@@ -39,7 +39,7 @@ CONTROL_PLANE = f"{CLUSTER}-control-plane"
 NAMESPACE = "interference-apps"
 MANAGED = "app.kubernetes.io/managed-by=interference.orchestrator"
 PLANNED = "interference.orchestrator/planned-nodes"
-SEED_APPS = yaml.safe_load((REPO / "group_vars" / "all" / "apps.yml").read_text())["apps"]
+SEED_APPS = yaml.safe_load((REPO / "examples" / "testbed" / "group_vars" / "all" / "apps.yml").read_text())["apps"]
 WEB = {"name": "web", "image": "nginx:1.27", "type": "cpu", "replicas": 2,
        "resources": {"requests": {"cpu": "500m", "memory": "128Mi"}}}
 

@@ -23,9 +23,11 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.support.tools import tools_bin
+
 REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = REPO / ".venv" / "bin"
-TOOLS_BIN = REPO / ".cache" / "bin"
+TOOLS_BIN = tools_bin()
 CLUSTER = "exp-ci"
 POLICIES = ["engine", "alternating", "scheduler", "worst"]
 # The short configuration CI runs: the three quick workloads (the 7-Zip
@@ -47,7 +49,7 @@ def docker_answers() -> bool:
 pytestmark = [
     pytest.mark.cluster,
     pytest.mark.skipif(not docker_answers(), reason="no Docker engine answers (`docker info`): kind cannot run"),
-    pytest.mark.skipif(not (TOOLS_BIN / "kind").exists(), reason="no kind in .cache/bin: run `make tools` first"),
+    pytest.mark.skipif(not (TOOLS_BIN / "kind").exists(), reason=f"no kind in {TOOLS_BIN}: run `make tools` first"),
 ]
 
 

@@ -45,8 +45,9 @@ import yaml
 
 from tests.support import kwok
 from tests.support.playbook_json import REPO, PlaybookRun, run_playbook, run_playbook_file
+from tests.support.tools import tools_bin
 
-TOOLS = REPO / ".cache" / "bin"
+TOOLS = tools_bin()
 CLUSTER = "registry-ci"
 NAMESPACE = "interference-apps"
 REPOSITORY = "interference"
@@ -74,7 +75,7 @@ def missing_tools() -> list[str]:
 pytestmark = [
     pytest.mark.cluster,
     pytest.mark.skipif(not docker_answers(), reason="no Docker engine answers (`docker info`): kind cannot run"),
-    pytest.mark.skipif(bool(missing_tools()), reason=f"run `make tools` first: {missing_tools()} not in .cache/bin"),
+    pytest.mark.skipif(bool(missing_tools()), reason=f"run `make tools` first: {missing_tools()} not in {TOOLS}"),
 ]
 
 

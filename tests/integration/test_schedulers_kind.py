@@ -47,9 +47,9 @@ PROBE_IMAGE = "registry.k8s.io/pause:3.10.1"
 pytestmark = [
     pytest.mark.cluster,
     pytest.mark.skipif(not docker_answers(), reason="no Docker engine answers (`docker info`): kind cannot run"),
-    pytest.mark.skipif(not (TOOLS_BIN / "kind").exists(), reason="no kind in .cache/bin: run `make tools` first"),
+    pytest.mark.skipif(not (TOOLS_BIN / "kind").exists(), reason=f"no kind in {TOOLS_BIN}: run `make tools` first"),
     pytest.mark.skipif(not (TOOLS_BIN / "gpu-scheduler").exists(),
-                       reason="no gpu-scheduler in .cache/bin: run `scripts/build-tools.sh gpu-scheduler` first"),
+                       reason=f"no gpu-scheduler in {TOOLS_BIN}: run `scripts/build-tools.sh gpu-scheduler` first"),
 ]
 
 
