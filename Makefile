@@ -20,7 +20,7 @@ OUTPUT_DIR := $(CURDIR)/interference-output
 MEASURED := $(wildcard $(OUTPUT_DIR)/measured_profiles.yml)
 SITE_ARGS := -i examples/testbed/hosts.yml -e interference_output_dir=$(OUTPUT_DIR) $(if $(MEASURED),-e @$(MEASURED))
 
-.PHONY: help setup tools site test unit integration go-test lint scan molecule docker-engine node-image kind-test bench teardown clean
+.PHONY: help setup tools site test unit integration go-test lint sanity scan molecule docker-engine node-image kind-test bench teardown clean
 
 help:  ## List the targets
 	@awk -F ':.*## ' '/^[a-z][a-z-]*:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -53,6 +53,10 @@ lint: setup scan  ## ruff, mypy, ansible-lint (production profile), syntax-check
 	$(BIN)/ansible-playbook --syntax-check site.yml playbooks/*.yml
 	$(BIN)/ansible-lint --profile production
 
+# About 4 minutes the first time (ansible-test's venvs, from PyPI), then less.
+sanity: setup  ## Release gates on the built tarball: ansible-test sanity, antsibull-changelog lint, antsibull-docs lint, version_added
+	scripts/sanity.sh
+
 # checkov in its own venv under .cache (its pins clash with ansible's): about
 # 50 s to install the first time, then about 8 s per scan.
 scan: setup  ## checkov over every manifest the roles render; fails on findings scan/skip-list.yml does not explain
@@ -82,7 +86,7 @@ node-image: setup  ## Build the offline kind node image (Kubernetes v1.34.4, kin
 kind-test: setup  ## molecule test -s kind: a real kind cluster, real containers (starts Docker if needed)
 	scripts/test-kind.sh
 
-test: setup tools lint unit go-test integration molecule kind-test  ## Everything CI runs
+test: setup tools lint sanity unit go-test integration molecule kind-test  ## Everything CI runs
 
 bench: setup  ## Placement benchmark (figures for the README)
 	$(BIN)/python benchmarks/placement.py

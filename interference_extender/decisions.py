@@ -310,5 +310,3 @@ def prioritize_nodes(
             score = max(MIN_EXTENDER_PRIORITY, min(MAX_EXTENDER_PRIORITY, round(mean)))
         result.append({"Host": name, "Score": score})
     return result
-
-

@@ -44,8 +44,15 @@ mode=${1:-}
 step="" step_started=$SECONDS build_started=$SECONDS steps=()
 log() { printf '[kind-node-image] %s\n' "$*" >&2; }
 duration() { local s=$1; if ((s >= 60)); then printf '%dm%02ds' $((s / 60)) $((s % 60)); else printf '%ds' "$s"; fi; }
-# Every failure names the component and the step that failed.
-trap 'rc=$?; if ((rc != 0)); then log "FAILED at step: ${step:-setup} (exit $rc)"; fi' EXIT
+# On exit: the build container and the work folder go; a failure names the step that failed.
+work="" build_container=""
+on_exit() {
+  local rc=$?
+  if [[ -n $build_container ]]; then docker rm -f -v "$build_container" >/dev/null 2>&1; fi
+  if [[ -n $work ]]; then rm -rf "$work"; fi
+  if ((rc != 0)); then log "FAILED at step: ${step:-setup} (exit $rc)"; fi
+}
+trap on_exit EXIT
 # at STEP: ends the step before (its duration on one line), starts STEP.
 at() {
   if [[ -n $step ]]; then
@@ -113,12 +120,6 @@ if docker image inspect "$image" >/dev/null 2>&1; then
 fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/kind-node-image.XXXXXX")
-build_container=""
-cleanup() {
-  [[ -n $build_container ]] && docker rm -f -v "$build_container" >/dev/null 2>&1
-  rm -rf "$work"
-}
-trap 'rc=$?; cleanup; if ((rc != 0)); then log "FAILED at step: ${step:-setup} (exit $rc)"; fi' EXIT
 
 # image_from_binary NAME TAG BASE BINARY [ENTRYPOINT]: a one-binary image,
 # saved as a docker archive for the node's containerd.
@@ -231,6 +232,7 @@ sed "s/@POD_NETWORK_TAG@/$pod_network_tag/g" "$here/default-cni.yaml" |
 
 at "node image: import the images into the node's containerd"
 in_node bash -c 'nohup containerd >/tmp/containerd.log 2>&1 &'
+# shellcheck disable=SC2016 # expanded by the node's shell, not here
 in_node bash -c 'for i in $(seq 30); do [[ -S /run/containerd/containerd.sock ]] && ctr version >/dev/null 2>&1 && exit 0; sleep 1; done; cat /tmp/containerd.log; exit 1'
 for ref in "${node_images[@]}"; do
   docker save "$ref" | docker exec -i "$build_container" \
@@ -246,6 +248,7 @@ done
 # reaps it in the build container (PID 1 is sleep), so an exited containerd
 # stays a zombie: wait until no live one is left.
 in_node pkill -x containerd
+# shellcheck disable=SC2016 # expanded by the node's shell, not here
 in_node bash -c 'for i in $(seq 60); do ps -C containerd -o stat= | grep -qv "^Z" || exit 0; sleep 1; done
   echo "containerd did not stop within 60 s" >&2; exit 1'
 
