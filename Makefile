@@ -20,7 +20,12 @@ OUTPUT_DIR := $(CURDIR)/interference-output
 MEASURED := $(wildcard $(OUTPUT_DIR)/measured_profiles.yml)
 SITE_ARGS := -i examples/testbed/hosts.yml -e interference_output_dir=$(OUTPUT_DIR) $(if $(MEASURED),-e @$(MEASURED))
 
-.PHONY: help setup tools site test unit integration go-test lint sanity scan molecule docker-engine node-image kind-test bench teardown clean
+# Every step of `make test` is timed (scripts/phase.sh): a line when it starts and ends,
+# a row in $(PHASE_LOG); `make phases` (and .ci/run at its end) prints the table.
+PHASE := $(CURDIR)/scripts/phase.sh
+export PHASE_LOG ?= $(CURDIR)/.cache/phases.tsv
+
+.PHONY: help setup tools node-components build images site test unit integration integration-random go-test lint sanity scan molecule docker-engine node-image kind-test bench teardown phases clean
 
 help:  ## List the targets
 	@awk -F ':.*## ' '/^[a-z][a-z-]*:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -32,13 +37,12 @@ $(COLLECTION_LINK):
 	ln -sfn ../../.. $@
 
 $(VENV)/.installed: requirements.txt constraints.txt
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -r requirements.txt -c constraints.txt
+	$(PHASE) setup bash -c '$(PYTHON) -m venv $(VENV) && $(BIN)/pip install --quiet --upgrade pip && \
+	  $(BIN)/pip install --quiet -r requirements.txt -c constraints.txt'
 	touch $@
 
 tools:  ## Build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd, kwok, kwokctl, helm, kind, gpu-scheduler, registry into $INTERFERENCE_TOOLS_BIN
-	scripts/build-tools.sh
+	$(PHASE) tools scripts/build-tools.sh
 
 site: setup  ## The main job: provision the cluster and place the apps
 	scripts/build-tools.sh --for-site
@@ -48,31 +52,61 @@ teardown: setup  ## Delete the cluster site.yml created
 	$(BIN)/ansible-playbook $(SITE_ARGS) playbooks/teardown.yml
 
 lint: setup scan  ## ruff, mypy, ansible-lint (production profile), syntax-check, and the manifest scan
-	$(BIN)/ruff check .
-	$(BIN)/mypy plugins tests benchmarks interference_extender scan
-	$(BIN)/ansible-playbook --syntax-check site.yml playbooks/*.yml
-	$(BIN)/ansible-lint --profile production
+	$(PHASE) lint-ruff $(BIN)/ruff check .
+	$(PHASE) lint-mypy $(BIN)/mypy plugins tests benchmarks interference_extender scan
+	$(PHASE) lint-syntax $(BIN)/ansible-playbook --syntax-check site.yml playbooks/*.yml
+	$(PHASE) lint-ansible $(BIN)/ansible-lint --profile production
 
 # About 4 minutes the first time (ansible-test's venvs, from PyPI), then less.
 sanity: setup  ## Release gates on the built tarball: ansible-test sanity, antsibull-changelog lint, antsibull-docs lint, version_added
-	scripts/sanity.sh
+	$(PHASE) sanity scripts/sanity.sh
 
 # checkov in its own venv under .cache (its pins clash with ansible's): about
 # 50 s to install the first time, then about 8 s per scan.
 scan: setup  ## checkov over every manifest the roles render; fails on findings scan/skip-list.yml does not explain
-	scripts/scan-manifests.sh
+	$(PHASE) scan scripts/scan-manifests.sh
 
 unit: setup  ## pytest tests/unit: engine, filters, extender; no process, no cluster (seconds)
-	$(BIN)/pytest -q -rs tests/unit
+	$(PHASE) unit $(BIN)/pytest -q -rs --durations=10 tests/unit
 
-integration: setup tools  ## pytest tests/integration: roles through ansible-playbook, scripts, kwok and kind
-	$(BIN)/pytest -q -rs tests/integration
+# The integration tier runs on PYTEST_WORKERS xdist workers, a test module per
+# worker at a time and every kind module on one worker (tests/integration/conftest.py).
+PYTEST_WORKERS ?= 3
+INTEGRATION_ARGS := -q -rs -n $(PYTEST_WORKERS) --dist loadgroup --durations=30 tests/integration
+
+integration: setup tools  ## pytest tests/integration (run `make images` first, as `make test` does): roles, scripts, kwok and kind
+	$(PHASE) integration $(BIN)/pytest $(INTEGRATION_ARGS)
+
+# pytest-randomly shuffles modules and the tests in each (seed in the first lines of
+# the output; rerun one order with -p randomly -p no:cacheprovider --randomly-seed=N).
+integration-random: setup tools  ## The integration tier in a random order (shows that no test depends on another's order)
+	$(PHASE) integration-random $(BIN)/pytest -o addopts=-rs $(INTEGRATION_ARGS)
+
+# Everything the tests run, built up front: the control plane's Go builds and the
+# node image's run side by side (a Go link keeps one core busy, and a cold build
+# links some thirty binaries), then the images.
+build: setup  ## make tools and the node image's components (in parallel), then make images
+	$(PHASE) build-go $(MAKE) --no-print-directory -j2 tools node-components
+	$(MAKE) --no-print-directory images
+
+node-components:  ## Build the offline kind node image's components (containerd, runc, kubelet, ...) into ~/.cache/interference-orchestrator/node-image/bin
+	$(PHASE) node-components scripts/build-tools.sh --node-image
+
+# Where a Docker engine answers: the kind node image, the workload images and the
+# two schedulers' images, each cached by a hash of its inputs (playbooks/images.yml).
+# Without an engine the kind tests are skipped, and so is this.
+images: setup tools  ## Build every offline image the kind tier runs, once, before the tests (a line per image)
+	@if docker info >/dev/null 2>&1; then \
+	  $(PHASE) images env ANSIBLE_CALLBACKS_ENABLED=ansible.posix.profile_tasks $(BIN)/ansible-playbook playbooks/images.yml; \
+	else echo "[images] no Docker engine answers: no image to build (the kind tests will say they are skipped)"; fi
 
 molecule: setup tools  ## molecule test on the real control plane (kwok)
-	$(BIN)/molecule test
+	$(PHASE) molecule-kwok $(BIN)/molecule test
 
+# The same CGO_ENABLED and -trimpath as build-tools.sh's gpu-scheduler build: the
+# packages both compile (most of Kubernetes) are then found in the Go build cache.
 go-test:  ## go vet and go test of the kube-scheduler plugins (scheduler-plugins/)
-	cd scheduler-plugins && CGO_ENABLED=0 GOFLAGS=-mod=mod go vet ./... && CGO_ENABLED=0 GOFLAGS=-mod=mod go test ./...
+	cd scheduler-plugins && $(PHASE) go-test env CGO_ENABLED=0 GOFLAGS="-mod=mod -trimpath" bash -c 'go vet ./... && go test ./...'
 
 
 docker-engine:  ## Start a Docker engine where none answers (installs docker.io; root)
@@ -84,12 +118,15 @@ node-image: setup  ## Build the offline kind node image (Kubernetes v1.34.4, kin
 # The kind tier: real containers. Where no engine can run, it says so and why
 # and is reported as skipped, never as passed.
 kind-test: setup  ## molecule test -s kind: a real kind cluster, real containers (starts Docker if needed)
-	scripts/test-kind.sh
+	$(PHASE) molecule-kind scripts/test-kind.sh
 
-test: setup tools lint sanity unit go-test integration molecule kind-test  ## Everything CI runs
+test: setup build lint sanity unit go-test integration molecule kind-test  ## Everything CI runs
 
 bench: setup  ## Placement benchmark (figures for the README)
 	$(BIN)/python benchmarks/placement.py
+
+phases:  ## The table of the timed phases recorded in $(PHASE_LOG) (start, end, duration, exit code)
+	@$(PHASE) --summary
 
 clean:  ## Delete .venv and the pytest, mypy, ruff and hypothesis caches (keeps the tools folder)
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -15,7 +15,8 @@
 # The offline kind node image needs more: --node-image runs the role's
 # roles/kind_cluster/files/kind-node-image/components.sh (kubeadm, kubelet,
 # kube-proxy, containerd, runc, crictl, the CNI plugins, CoreDNS, etcd 3.6) into
-# $INTERFERENCE_NODE_BIN (default ~/.cache/interference-orchestrator/node-image/bin).
+# $INTERFERENCE_NODE_BIN (default ~/.cache/interference-orchestrator/node-image/bin),
+# a line per component with its duration and a summary at the end.
 #
 # The kind tier's registry test (tests/integration/test_registry_existing_kind.py)
 # pushes images to a real OCI registry: `registry`, CNCF distribution v3,
@@ -60,6 +61,19 @@ export GOMAXPROCS=${GOMAXPROCS:-2}
 
 log() { printf '[build-tools] %s\n' "$*" >&2; }
 
+# What each build cost, for the summary at the end (a cold Go cache makes the first builds the slow ones).
+built_summary=()
+built() {
+  log "$1: built in $2 s"
+  built_summary+=("$(printf '%-26s %5s s' "$1" "$2")")
+}
+summarize() {
+  ((${#built_summary[@]} > 0)) || return 0
+  log "built ${#built_summary[@]} binaries in $SECONDS s:"
+  printf '[build-tools]   %s\n' "${built_summary[@]}" >&2
+}
+trap summarize EXIT
+
 # reports_version BINARY VERSION ARGS...: true when BINARY ARGS prints VERSION.
 reports_version() {
   local binary=$1 version=$2 output; shift 2
@@ -97,10 +111,8 @@ ensure() {
   # A path (gpu-scheduler's ../../scheduler-plugins) is relative to hack/tools.
   if [[ $module_dir == */* ]]; then dir=$repo_root/hack/tools/$module_dir; else dir=$(module_dir "$module_dir"); fi
   (cd "$dir" && go build -trimpath -ldflags "-s -w $ldflags" -o "$target" "$package")
-  log "$name $version: built in $((SECONDS - started))s"
-  built+=("$name $((SECONDS - started))s")
+  built "$name" $((SECONDS - started))
 }
-built=()
 
 kube_ldflags() {
   local major minor flags="" pkg
@@ -169,4 +181,4 @@ fi
 for tool in "${tools[@]}"; do
   build_one "$tool"
 done
-log "binaries in $bin_dir; built this run: ${built[*]:-none (all cached or reused)}"
+log "binaries in $bin_dir"

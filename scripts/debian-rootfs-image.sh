@@ -59,16 +59,23 @@ command -v debootstrap >/dev/null || {
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/rootfs-$name.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-log "debootstrap $suite from $mirror with: ${packages[*]}"
+# The downloaded .debs are kept per user and reused by every root file system made
+# after (the base packages are most of each download); debootstrap checks each
+# file's checksum against the suite's index before it uses it. The image is the same.
+deb_cache=${DEBIAN_ROOTFS_DEB_CACHE:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/interference-orchestrator/debootstrap/$suite}
+mkdir -p "$deb_cache"
+log "debootstrap $suite from $mirror with: ${packages[*]} (packages cached in $deb_cache)"
 include=$(IFS=,; echo "${packages[*]}")
-if ! debootstrap --variant=minbase --include="$include" "$suite" "$work/root" "$mirror" >"$work/debootstrap.log" 2>&1; then
+started=$SECONDS
+if ! debootstrap --variant=minbase --cache-dir="$deb_cache" --include="$include" "$suite" "$work/root" "$mirror" \
+  >"$work/debootstrap.log" 2>&1; then
   tail -n 20 "$work/debootstrap.log" >&2
   fail "debootstrap (log above)"
 fi
 # Keep the image small and reproducible: no package lists, caches or machine identity.
 rm -rf "$work/root"/var/lib/apt/lists/* "$work/root"/var/cache/apt/archives/*.deb "$work/root"/var/log/*.log
 : >"$work/root/etc/machine-id"
-log "docker import as $image"
+log "debootstrap done in $((SECONDS - started)) s; docker import as $image"
 tar -C "$work/root" --numeric-owner -c . |
   docker import --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' - "$image" >/dev/null ||
   fail "docker import"

@@ -1,7 +1,7 @@
 """node_labels and apps against a real control plane (kwok), through ansible-playbook.
 
 A kwokctl cluster runs the real etcd, kube-apiserver, kube-controller-manager
-and kube-scheduler from .cache/bin; kwok-controller plays the kubelets, so the
+and kube-scheduler from the tools folder; kwok-controller plays the kubelets, so the
 Deployments the role applies get real ReplicaSets and pods that the real
 scheduler binds. The nodes mirror kind (a control plane and workers named
 <cluster>-worker, -worker2, ...), with a -worker10 to check natural ordering.

@@ -1,6 +1,6 @@
 """The experiment and the profiling on a real kind cluster (short configuration).
 
-Creates its own kind cluster through site.yml (cluster_name exp-ci, offline
+Creates its own kind cluster through site.yml (cluster_name exp-<checkout hash>, offline
 images, isolated workers), runs playbooks/experiment.yml and
 playbooks/profile.yml with one repeat at RUN_BENCHMARK_SCALE=1, checks what
 they wrote, and deletes the cluster. Needs a Docker engine and the tools
@@ -11,6 +11,7 @@ image to use instead of the one the kind_cluster role builds.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -28,7 +29,8 @@ from tests.support.tools import tools_bin
 REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = REPO / ".venv" / "bin"
 TOOLS_BIN = tools_bin()
-CLUSTER = "exp-ci"
+# One name per checkout (worktrees may test at once).
+CLUSTER = "exp-" + hashlib.sha256(str(REPO).encode()).hexdigest()[:6]
 POLICIES = ["engine", "alternating", "scheduler", "worst"]
 # The short configuration CI runs: the three quick workloads (the 7-Zip
 # benchmark alone takes tens of seconds here), one CPU-heavy and two
@@ -48,6 +50,7 @@ def docker_answers() -> bool:
 
 pytestmark = [
     pytest.mark.cluster,
+    pytest.mark.kind,
     pytest.mark.skipif(not docker_answers(), reason="no Docker engine answers (`docker info`): kind cannot run"),
     pytest.mark.skipif(not (TOOLS_BIN / "kind").exists(), reason=f"no kind in {TOOLS_BIN}: run `make tools` first"),
 ]
@@ -74,6 +77,9 @@ def tail(run: subprocess.CompletedProcess[str]) -> str:
     return (run.stdout + run.stderr)[-6000:]
 
 
+# A cluster of its own, not the kind tier's shared one (tests/support/kind.py):
+# the experiment needs its workers on disjoint CPU sets (kind_cluster's isolation
+# layout, set when the nodes are made), and it proves teardown.
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     home = tmp_path_factory.mktemp("kind")

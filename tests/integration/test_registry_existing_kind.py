@@ -2,7 +2,7 @@
 
 The existing cluster is a kind cluster (offline node image) this test creates
 with the kind CLI; the registry is CNCF distribution (`registry`, built from
-its Go module by scripts/build-tools.sh), run from .cache/bin. Neither is
+its Go module by scripts/build-tools.sh), run from the tools folder. Neither is
 product code: they stand in for EKS and ECR.
 
 kind nodes are containers, so 127.0.0.1 inside a node is the node itself.
@@ -43,12 +43,12 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.support import kwok
+from tests.support import kind, kwok
 from tests.support.playbook_json import REPO, PlaybookRun, run_playbook, run_playbook_file
 from tests.support.tools import tools_bin
 
 TOOLS = tools_bin()
-CLUSTER = "registry-ci"
+CLUSTER = kind.SHARED_NAME
 NAMESPACE = "interference-apps"
 REPOSITORY = "interference"
 USER = "pusher"
@@ -74,6 +74,7 @@ def missing_tools() -> list[str]:
 
 pytestmark = [
     pytest.mark.cluster,
+    pytest.mark.kind,
     pytest.mark.skipif(not docker_answers(), reason="no Docker engine answers (`docker info`): kind cannot run"),
     pytest.mark.skipif(bool(missing_tools()), reason=f"run `make tools` first: {missing_tools()} not in {TOOLS}"),
 ]
@@ -208,18 +209,6 @@ class ExistingKind:
         return {p["metadata"]["labels"]["app.kubernetes.io/name"]: p for p in json.loads(out)["items"]}
 
 
-def kind_config(node_image: str) -> dict[str, Any]:
-    return {
-        "kind": "Cluster",
-        "apiVersion": "kind.x-k8s.io/v1alpha4",
-        # kind's local-registry recipe: containerd reads per-registry hosts.toml files from here.
-        "containerdConfigPatches": [
-            '[plugins."io.containerd.grpc.v1.cri".registry]\n  config_path = "/etc/containerd/certs.d"'
-        ],
-        "nodes": [{"role": "control-plane", "image": node_image}, {"role": "worker", "image": node_image}],
-    }
-
-
 def mirror_on_nodes(nodes: list[str], name: str, pull_address: str) -> None:
     """Tell each node's containerd to fetch `name` (what images are pushed as) from the read-only registry."""
     hosts_toml = (
@@ -232,23 +221,19 @@ def mirror_on_nodes(nodes: list[str], name: str, pull_address: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def existing(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ExistingKind]:
+def existing(tmp_path_factory: pytest.TempPathFactory, shared_kind: kind.KindCluster) -> Iterator[ExistingKind]:
+    # The kind tier's shared cluster (tests/integration/conftest.py): its config turns on
+    # containerd's per-registry hosts.toml, which the mirror below needs.
     tmp = tmp_path_factory.mktemp("registry")
     (tmp / "docker").mkdir()
     env = {
-        **os.environ,
-        "PATH": f"{TOOLS}:{REPO / '.venv' / 'bin'}:{os.environ.get('PATH', '')}",
-        "KUBECONFIG": str(tmp / "kubeconfig"),
+        **shared_kind.env,
         # docker login writes here, not into the user's ~/.docker/config.json.
         "DOCKER_CONFIG": str(tmp / "docker"),
     }
-    node_image = os.environ.get("KIND_NODE_IMAGE") or run(str(REPO / "hack" / "kind-node-image" / "build.sh")).strip()
-    (tmp / "kind.yaml").write_text(yaml.safe_dump(kind_config(node_image)))
     registry: Registry | None = None
     try:
-        run("kind", "create", "cluster", "--name", CLUSTER, "--config", str(tmp / "kind.yaml"),
-            "--kubeconfig", str(tmp / "kubeconfig"), "--wait", "180s", env=env)
-        nodes = run("kind", "get", "nodes", "--name", CLUSTER, env=env).split()
+        nodes = shared_kind.nodes()
         # The host as the nodes see it: their default gateway on the kind network.
         gateway = run("docker", "exec", nodes[0], "ip", "-4", "route", "show", "default").split()[2]
         port = free_port_on("127.0.0.1", gateway)
@@ -256,10 +241,11 @@ def existing(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ExistingKind]
         registry.root.mkdir()
         registry.start()
         mirror_on_nodes(nodes, registry.push_address, registry.pull_address)
-        yield ExistingKind(tmp, env, tmp / "kubeconfig", registry)
+        yield ExistingKind(tmp, env, shared_kind.kubeconfig, registry)
     finally:
-        subprocess.run(["kind", "delete", "cluster", "--name", CLUSTER, "--kubeconfig", str(tmp / "kubeconfig")],
-                       env=env, capture_output=True, check=False)
+        # The apps go with their namespace; the cluster is the session's (deleted at its end).
+        subprocess.run(["kubectl", "--kubeconfig", str(shared_kind.kubeconfig), "delete", "namespace", NAMESPACE,
+                        "--ignore-not-found", "--wait=false"], env=env, capture_output=True, check=False)
         if registry is not None:
             registry.stop()
             # Only the tags this test added (the images keep their other names).

@@ -1,17 +1,18 @@
 """The extender and the plugin scheduler in a real kind cluster, built offline.
 
-Creates its own kind cluster through site.yml (cluster_name sched-ci, one
-control plane and two workers, image_source offline: the node image, the
-extender image on a debootstrap base with wheels pip downloaded on the host,
-and the plugin scheduler image around the host-built binary), runs the
+Runs site.yml on the kind tier's shared cluster (tests/support/kind.py: one
+control plane and two workers, made once per session; site.yml reuses it by
+name), image_source offline: the extender image on a debootstrap base with
+wheels pip downloaded on the host, and the plugin scheduler image around the
+host-built binary, both built by `make images` before the tests. It runs the
 scheduler_extender and scheduler_plugins roles' in-cluster path (site.yml tags
 extender and plugins, apps that opt in to each), and checks that both run
 under their hardened securityContext (non-root 65532, read-only root, runtime
 seccomp), that a pod of each schedulerName is bound by its own scheduler, and
-that a second run changes nothing. Deletes the cluster at the end. Needs a
-Docker engine, kind and gpu-scheduler in .cache/bin; skipped with the reason
+that a second run changes nothing. Needs a
+Docker engine, kind and gpu-scheduler in the tools folder; skipped with the reason
 when one is missing. KIND_NODE_IMAGE names a node image to use instead of the
-one the kind_cluster role builds.
+offline one.
 """
 
 from __future__ import annotations
@@ -26,10 +27,12 @@ from typing import Any
 
 import pytest
 
+from tests.support import kind
+
 from .test_experiment_kind import TOOLS_BIN, VENV_BIN, docker_answers, free_port, tail
 
 REPO = Path(__file__).resolve().parents[2]
-CLUSTER = "sched-ci"
+CLUSTER = kind.SHARED_NAME
 NAMESPACE = "kube-system"
 # site.yml runs each role only when some app opts in; the apps themselves are not deployed (no `apps` tag).
 OPTED_IN_APPS = [
@@ -46,6 +49,7 @@ PROBE_IMAGE = "registry.k8s.io/pause:3.10.1"
 
 pytestmark = [
     pytest.mark.cluster,
+    pytest.mark.kind,
     pytest.mark.skipif(not docker_answers(), reason="no Docker engine answers (`docker info`): kind cannot run"),
     pytest.mark.skipif(not (TOOLS_BIN / "kind").exists(), reason=f"no kind in {TOOLS_BIN}: run `make tools` first"),
     pytest.mark.skipif(not (TOOLS_BIN / "gpu-scheduler").exists(),
@@ -80,22 +84,14 @@ def recap_changed(run: subprocess.CompletedProcess[str]) -> int:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    home = tmp_path_factory.mktemp("kind")
-    env = {
-        **os.environ,
-        "PATH": f"{TOOLS_BIN}:{VENV_BIN}:{os.environ.get('PATH', '')}",
-        "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
-        "KUBECONFIG": str(home / "kubeconfig"),
-    }
-    try:
-        # kind publishes Grafana's port even with monitoring skipped: 3000 may belong to another cluster.
-        created = site(env, "--tags", "cluster,extender,plugins", "-e", f"grafana_host_port={free_port()}")
-        assert created.returncode == 0, tail(created)
-        yield env
-    finally:
-        subprocess.run([str(VENV_BIN / "ansible-playbook"), "playbooks/teardown.yml", "-e", "cluster_provider=kind",
-                        "-e", f"cluster_name={CLUSTER}"], cwd=REPO, env=env, capture_output=True, check=False)
+def cluster(shared_kind: kind.KindCluster) -> Iterator[dict[str, str]]:
+    # The kind tier's shared cluster (tests/integration/conftest.py): site.yml finds
+    # it by name and reuses it, so this module pays for no cluster of its own.
+    env = {**shared_kind.env, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg")}
+    # kind publishes Grafana's port even with monitoring skipped: 3000 may belong to another cluster.
+    created = site(env, "--tags", "cluster,extender,plugins", "-e", f"grafana_host_port={free_port()}")
+    assert created.returncode == 0, tail(created)
+    yield env
 
 
 def available(deployment: dict[str, Any]) -> bool:

@@ -1,0 +1,47 @@
+"""How the integration tier is spread over pytest-xdist workers (`make integration`).
+
+Most of this tier's time is spent waiting: on API servers, on kind nodes, on
+ansible-playbook processes. So it runs on several workers (`-n`, with
+`--dist loadgroup`), one test module per group: a module's module-scoped
+cluster is made once, on one worker, as it is without xdist. Modules marked
+`kind` share one group, so the kind clusters are made one after another on one
+worker (each kind cluster wants a core to itself at start-up) while the other
+workers take the kwok and ansible-playbook modules. The kind group goes first:
+it is the longest, and a long group started last would run alone at the end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.support import kind
+
+KIND_GROUP = "kind"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        module = getattr(item, "module", None)
+        group = KIND_GROUP if item.get_closest_marker("kind") else module.__name__ if module else item.nodeid
+        item.add_marker(pytest.mark.xdist_group(group))
+    # Stable: within each part, the order collection (or pytest-randomly) gave.
+    items.sort(key=lambda item: item.get_closest_marker("kind") is None)
+
+
+@pytest.fixture(scope="session")
+def shared_kind(tmp_path_factory: pytest.TempPathFactory) -> Iterator[kind.KindCluster]:
+    """The one kind cluster of the kind modules that only need *a* kind cluster (made once, deleted at the end).
+
+    Used by test_schedulers_kind.py (kube-system) and test_registry_existing_kind.py
+    (interference-apps). test_experiment_kind.py keeps a cluster of its own: it
+    needs workers on disjoint CPU sets. molecule's kind scenario makes its own
+    too: it proves create and destroy.
+    """
+    cluster = kind.create(kind.SHARED_NAME, tmp_path_factory.mktemp("shared-kind"), kind.SHARED_WORKERS)
+    try:
+        yield cluster
+    finally:
+        cluster.delete()
