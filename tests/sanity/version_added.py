@@ -10,6 +10,7 @@ on findings. scripts/sanity.sh runs it; tests/unit/test_version_added.py too.
 from __future__ import annotations
 
 import ast
+import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -40,10 +41,16 @@ def _plugin_docs(path: Path) -> Any:
     return None
 
 
+def collection_version(root: Path) -> str:
+    """galaxy.yml's version (a source tree), or MANIFEST.json's (an installed collection, built from galaxy.yml)."""
+    if (root / "galaxy.yml").is_file():
+        return str(yaml.safe_load((root / "galaxy.yml").read_text())["version"])
+    return str(json.loads((root / "MANIFEST.json").read_text())["collection_info"]["version"])
+
+
 def findings(root: Path) -> list[str]:
     """One line per version_added that galaxy.yml's version has not reached."""
-    galaxy = yaml.safe_load((root / "galaxy.yml").read_text())
-    current = SemanticVersion(str(galaxy["version"]))
+    current = SemanticVersion(collection_version(root))
     found: list[tuple[str, str]] = []
     for path in sorted((root / "plugins").glob("*/*.py")):
         docs = _plugin_docs(path)
@@ -59,7 +66,7 @@ def findings(root: Path) -> list[str]:
             problems.append(f"{where}: version_added {value!r} is not a semantic version")
             continue
         if version > current:
-            problems.append(f"{where}: version_added {value} is later than galaxy.yml's version {galaxy['version']}")
+            problems.append(f"{where}: version_added {value} is later than galaxy.yml's version {current.vstring}")
     return problems
 
 
