@@ -6,41 +6,60 @@ SHELL := /bin/bash
 VENV := .venv
 PYTHON ?= python3
 BIN := $(CURDIR)/$(VENV)/bin
-TOOLS_BIN := $(CURDIR)/.cache/bin
+# The tools folder: INTERFERENCE_TOOLS_BIN when set (CI), else the per-user cache
+# the roles also default to (cluster_provider's interference_tools_bin).
+export INTERFERENCE_TOOLS_BIN ?= $(HOME)/.cache/interference-orchestrator/bin
+TOOLS_BIN := $(INTERFERENCE_TOOLS_BIN)
 export PATH := $(TOOLS_BIN):$(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+# The checkout as the collection interference.orchestrator (ansible.cfg's collections_path).
+COLLECTION_LINK := collections/ansible_collections/interference/orchestrator
+# Where the example inventory's runs write profiles and experiments.
+OUTPUT_DIR := $(CURDIR)/interference-output
+# Profiles measured by `ansible-playbook interference.orchestrator.profile` are used by later runs.
+MEASURED := $(wildcard $(OUTPUT_DIR)/measured_profiles.yml)
+SITE_ARGS := -i examples/testbed/hosts.yml -e interference_output_dir=$(OUTPUT_DIR) $(if $(MEASURED),-e @$(MEASURED))
+
 # Every step of `make test` is timed (scripts/phase.sh): a line when it starts and ends,
 # a row in $(PHASE_LOG); `make phases` (and .ci/run at its end) prints the table.
 PHASE := $(CURDIR)/scripts/phase.sh
 export PHASE_LOG ?= $(CURDIR)/.cache/phases.tsv
 
-.PHONY: help setup tools node-components build images site test unit integration integration-random go-test lint scan molecule docker-engine node-image kind-test bench teardown phases clean
+.PHONY: help setup tools node-components build images site test unit integration integration-random go-test lint sanity scan molecule docker-engine node-image kind-test bench teardown phases clean
 
 help:  ## List the targets
 	@awk -F ':.*## ' '/^[a-z][a-z-]*:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-setup: $(VENV)/.installed  ## Create .venv with the pinned Python dependencies
+setup: $(VENV)/.installed $(COLLECTION_LINK)  ## Create .venv with the pinned Python dependencies, link the checkout as the collection
+
+$(COLLECTION_LINK):
+	mkdir -p $(dir $@)
+	ln -sfn ../../.. $@
 
 $(VENV)/.installed: requirements.txt constraints.txt
 	$(PHASE) setup bash -c '$(PYTHON) -m venv $(VENV) && $(BIN)/pip install --quiet --upgrade pip && \
 	  $(BIN)/pip install --quiet -r requirements.txt -c constraints.txt'
 	touch $@
 
-tools:  ## Build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd, kwok, kwokctl, helm, kind, gpu-scheduler, registry into .cache/bin
+tools:  ## Build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd, kwok, kwokctl, helm, kind, gpu-scheduler, registry into $INTERFERENCE_TOOLS_BIN
 	$(PHASE) tools scripts/build-tools.sh
 
 site: setup  ## The main job: provision the cluster and place the apps
 	scripts/build-tools.sh --for-site
-	$(BIN)/ansible-playbook site.yml
+	$(BIN)/ansible-playbook $(SITE_ARGS) site.yml
 
 teardown: setup  ## Delete the cluster site.yml created
-	$(BIN)/ansible-playbook playbooks/teardown.yml
+	$(BIN)/ansible-playbook $(SITE_ARGS) playbooks/teardown.yml
 
 lint: setup scan  ## ruff, mypy, ansible-lint (production profile), syntax-check, and the manifest scan
 	$(PHASE) lint-ruff $(BIN)/ruff check .
 	$(PHASE) lint-mypy $(BIN)/mypy plugins tests benchmarks interference_extender scan
-	$(PHASE) lint-syntax $(BIN)/ansible-playbook --syntax-check site.yml
+	$(PHASE) lint-syntax $(BIN)/ansible-playbook --syntax-check site.yml playbooks/*.yml
 	$(PHASE) lint-ansible $(BIN)/ansible-lint --profile production
+
+# About 4 minutes the first time (ansible-test's venvs, from PyPI), then less.
+sanity: setup  ## Release gates on the built tarball: ansible-test sanity, antsibull-changelog lint, antsibull-docs lint, version_added
+	$(PHASE) sanity scripts/sanity.sh
 
 # checkov in its own venv under .cache (its pins clash with ansible's): about
 # 50 s to install the first time, then about 8 s per scan.
@@ -70,7 +89,7 @@ build: setup  ## make tools and the node image's components (in parallel), then 
 	$(PHASE) build-go $(MAKE) --no-print-directory -j2 tools node-components
 	$(MAKE) --no-print-directory images
 
-node-components:  ## Build the offline kind node image's components (containerd, runc, kubelet, ...) into .cache/node-image/bin
+node-components:  ## Build the offline kind node image's components (containerd, runc, kubelet, ...) into ~/.cache/interference-orchestrator/node-image/bin
 	$(PHASE) node-components scripts/build-tools.sh --node-image
 
 # Where a Docker engine answers: the kind node image, the workload images and the
@@ -93,15 +112,15 @@ go-test:  ## go vet and go test of the kube-scheduler plugins (scheduler-plugins
 docker-engine:  ## Start a Docker engine where none answers (installs docker.io; root)
 	scripts/docker-engine.sh start
 
-node-image: setup  ## Build the offline kind node image (Kubernetes v1.34.4, kind v0.30.0)
-	hack/kind-node-image/build.sh
+node-image: setup  ## Build the offline kind node image (Kubernetes v1.34.4, kind v0.30.0); the kind_cluster role's recipe
+	roles/kind_cluster/files/kind-node-image/build.sh
 
 # The kind tier: real containers. Where no engine can run, it says so and why
 # and is reported as skipped, never as passed.
 kind-test: setup  ## molecule test -s kind: a real kind cluster, real containers (starts Docker if needed)
 	$(PHASE) molecule-kind scripts/test-kind.sh
 
-test: setup build lint unit go-test integration molecule kind-test  ## Everything CI runs
+test: setup build lint sanity unit go-test integration molecule kind-test  ## Everything CI runs
 
 bench: setup  ## Placement benchmark (figures for the README)
 	$(BIN)/python benchmarks/placement.py
@@ -109,5 +128,5 @@ bench: setup  ## Placement benchmark (figures for the README)
 phases:  ## The table of the timed phases recorded in $(PHASE_LOG) (start, end, duration, exit code)
 	@$(PHASE) --summary
 
-clean:  ## Delete .venv and the pytest, mypy, ruff and hypothesis caches (keeps .cache/bin)
+clean:  ## Delete .venv and the pytest, mypy, ruff and hypothesis caches (keeps the tools folder)
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -45,7 +45,7 @@ from ansible_collections.interference.orchestrator.plugins.module_utils.interfer
 from ansible_collections.interference.orchestrator.plugins.module_utils.placement import place  # noqa: E402
 from placement import make_heterogeneous  # noqa: E402  (benchmarks/, the script's own folder)
 
-from tests.support.kwok import KwokCluster, missing_tools, wait_for  # noqa: E402
+from tests.support.kwok import TOOLS, KwokCluster, missing_tools, wait_for  # noqa: E402
 
 TYPE_LABEL = "interference.orchestrator/type"
 NODE_COUNT = 20
@@ -148,7 +148,7 @@ def main() -> int:
     args = parser.parse_args()
     missing = missing_tools()
     if missing:
-        print(f"missing in .cache/bin: {', '.join(missing)} (make tools)", file=sys.stderr)
+        print(f"missing in {TOOLS}: {', '.join(missing)} (make tools)", file=sys.stderr)
         return 2
     rows = []
     with tempfile.TemporaryDirectory(prefix="kwok-het-") as workdir:

@@ -6,7 +6,7 @@ meets them as one burst):
   anti-affinity    the same, pods carry a preferred podAntiAffinity (weight 100,
                    hostname) against pods of their own type label;
   extender         the same binary calling the HTTP extender (scripts/extender);
-  plugins          .cache/bin/gpu-scheduler, the scheduler_plugins role's profile.
+  plugins          gpu-scheduler of the tools folder, the scheduler_plugins role's profile.
 
 Pod mixes (each on its own nodes, kept there by a nodeSelector):
   one-hot   half `type: cpu`, half `type: memory` pods on equal nodes;

@@ -38,6 +38,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "collections"))
+sys.path.insert(0, str(REPO))
 
 from ansible_collections.interference.orchestrator.plugins.module_utils.interference import (  # noqa: E402
     dot,
@@ -46,7 +47,9 @@ from ansible_collections.interference.orchestrator.plugins.module_utils.interfer
 )
 from kubernetes import client, config  # noqa: E402
 
-TOOLS = REPO / ".cache" / "bin"
+from tests.support.tools import tools_bin  # noqa: E402
+
+TOOLS = tools_bin()
 WORKDIR = Path(os.environ.get("KWOK_WORKDIR", "~/.kwok")).expanduser()
 APPS_NAMESPACE = "interference-apps"
 NATIVE_NAMESPACE = "bench-kube-scheduler"

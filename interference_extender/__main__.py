@@ -1,6 +1,6 @@
 """Command line of the scheduler extender: `python -m interference_extender --listen HOST:PORT`.
 
-`scripts/extender` runs this from the repository root with the project's
+`scripts/extender` (or the scheduler_extender role, with ansible_playbook_python) runs this with the project's
 virtualenv and `collections/` on PYTHONPATH, so the placement engine imports
 by its collection path.
 """

@@ -364,8 +364,6 @@ class PodIndex:
         return self._app_nodes.get(app_key) or Counter()
 
 
-
-
 def known_nodes_from(objects: Iterable[Mapping[str, Any]]) -> dict[str, NodeFacts]:
     """NodeFacts by name for a list of Node objects (a NodeList's items)."""
     facts = (node_facts(node) for node in objects)

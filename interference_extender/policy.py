@@ -104,5 +104,3 @@ def policy_from_mapping(data: object) -> ExtenderPolicy:
     return ExtenderPolicy(
         weights=ScoreWeights(**values), forbidden_pairs=frozenset(pairs), scheduler_names=frozenset(names)
     )
-
-

@@ -3,16 +3,20 @@
 # module proxy, for the kwok provider and the tests: kube-apiserver,
 # kube-controller-manager, kube-scheduler and kubectl (k8s.io/kubernetes),
 # etcd 3.5, kwok and kwokctl, helm; and gpu-scheduler, kube-scheduler built with
-# this repository's plugins (scheduler-plugins/). Each is pinned by the wrapper module under
-# hack/tools/<name>/ and built once into .cache/bin (ignored by git); a binary
+# this repository's plugins (scheduler-plugins/). Each is pinned by a wrapper
+# module: hack/tools/<name>/ for the tools only the repository builds (etcd,
+# kwok, helm, registry), and roles/kind_cluster/files/kind-node-image/go/<name>/
+# for the ones the kind_cluster role's offline node image also builds
+# (kubernetes, kind), which ship with the collection. Each is built once into
+# the tools folder, $INTERFERENCE_TOOLS_BIN (default
+# ~/.cache/interference-orchestrator/bin, where the roles look first); a binary
 # that already reports the pinned version, there or on PATH, is reused.
 #
-# The offline kind node image (hack/kind-node-image/build.sh) needs more, built
-# the same way into .cache/node-image/bin: kubeadm, kubelet and kube-proxy from
-# the same k8s.io/kubernetes module (the control-plane binaries above are
-# reused, built once), containerd, runc (cgo, libseccomp), crictl, the CNI
-# plugins, CoreDNS and etcd 3.6. Those have no common version flag, so
-# each carries a stamp file of what it was built from.
+# The offline kind node image needs more: --node-image runs the role's
+# roles/kind_cluster/files/kind-node-image/components.sh (kubeadm, kubelet,
+# kube-proxy, containerd, runc, crictl, the CNI plugins, CoreDNS, etcd 3.6) into
+# $INTERFERENCE_NODE_BIN (default ~/.cache/interference-orchestrator/node-image/bin),
+# a line per component with its duration and a summary at the end.
 #
 # The kind tier's registry test (tests/integration/test_registry_existing_kind.py)
 # pushes images to a real OCI registry: `registry`, CNCF distribution v3,
@@ -24,14 +28,19 @@
 #        scripts/build-tools.sh --for-site   (what site.yml needs here: kind, kubectl
 #        and helm when a Docker engine answers, else the kwok set: etcd, kwok,
 #        kwokctl, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl)
-# Building needs Go (the newest `go` directive under hack/tools/); a missing Go
+# Building needs Go (the newest `go` directive of the wrapper modules); a missing Go
 # is reported before the first build, with how to get it.
 set -euo pipefail
 
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-bin_dir=${INTERFERENCE_TOOLS_BIN:-$repo_root/.cache/bin}
-node_bin_dir=${INTERFERENCE_NODE_BIN:-$repo_root/.cache/node-image/bin}
+cache_root=$HOME/.cache/interference-orchestrator
+bin_dir=${INTERFERENCE_TOOLS_BIN:-$cache_root/bin}
+export INTERFERENCE_TOOLS_BIN=$bin_dir
+node_modules=$repo_root/roles/kind_cluster/files/kind-node-image/go
 mkdir -p "$bin_dir"
+
+# module_dir NAME: the folder of a wrapper module (the repository's or the role's).
+module_dir() { if [[ -d $repo_root/hack/tools/$1 ]]; then echo "$repo_root/hack/tools/$1"; else echo "$node_modules/$1"; fi; }
 
 command -v go >/dev/null || {
   echo "[build-tools] go is not installed: these tools are built from Go modules." >&2
@@ -39,12 +48,12 @@ command -v go >/dev/null || {
   exit 1
 }
 
-kube_version=$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" {print $3}' "$repo_root/hack/tools/kubernetes/go.mod")
-etcd_version=$(awk '$1 == "require" && $2 == "go.etcd.io/etcd/server/v3" {print $3}' "$repo_root/hack/tools/etcd/go.mod")
-kwok_version=$(awk '$1 == "require" && $2 == "sigs.k8s.io/kwok" {print $3}' "$repo_root/hack/tools/kwok/go.mod")
-helm_version=$(awk '$1 == "require" && $2 == "helm.sh/helm/v3" {print $3}' "$repo_root/hack/tools/helm/go.mod")
-kind_version=$(awk '$1 == "require" && $2 == "sigs.k8s.io/kind" {print $3}' "$repo_root/hack/tools/kind/go.mod")
-registry_version=$(awk '$1 == "require" && $2 == "github.com/distribution/distribution/v3" {print $3}' "$repo_root/hack/tools/registry/go.mod")
+kube_version=$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" {print $3}' "$(module_dir kubernetes)/go.mod")
+etcd_version=$(awk '$1 == "require" && $2 == "go.etcd.io/etcd/server/v3" {print $3}' "$(module_dir etcd)/go.mod")
+kwok_version=$(awk '$1 == "require" && $2 == "sigs.k8s.io/kwok" {print $3}' "$(module_dir kwok)/go.mod")
+helm_version=$(awk '$1 == "require" && $2 == "helm.sh/helm/v3" {print $3}' "$(module_dir helm)/go.mod")
+kind_version=$(awk '$1 == "require" && $2 == "sigs.k8s.io/kind" {print $3}' "$(module_dir kind)/go.mod")
+registry_version=$(awk '$1 == "require" && $2 == "github.com/distribution/distribution/v3" {print $3}' "$(module_dir registry)/go.mod")
 
 export CGO_ENABLED=0 GOFLAGS=-mod=mod
 # Two cores: one link at a time keeps peak memory and swap-free builds sane.
@@ -93,80 +102,16 @@ ensure() {
   if ! command -v go >/dev/null; then
     log "$name $version is not in $bin_dir and Go is not on PATH to build it."
     log "Install Go 1.21 or newer (https://go.dev/dl/ or apt-get install golang-go); it fetches the" \
-      "go$(awk '$1 == "go" {print $2}' "$repo_root"/hack/tools/*/go.mod | sort -V | tail -n1) toolchain" \
-      "hack/tools/ asks for itself. Older Go: see .ci/run. Then rerun."
+      "go$(awk '$1 == "go" {print $2}' "$repo_root"/hack/tools/*/go.mod "$node_modules"/*/go.mod | sort -V | tail -n1) toolchain" \
+      "the wrapper modules ask for itself. Older Go: see .ci/run. Then rerun."
     exit 1
   fi
   log "$name $version: building (minutes when the Go cache is cold)"
-  local started=$SECONDS
-  (cd "$repo_root/hack/tools/$module_dir" && go build -trimpath -ldflags "-s -w $ldflags" -o "$target" "$package")
+  local started=$SECONDS dir
+  # A path (gpu-scheduler's ../../scheduler-plugins) is relative to hack/tools.
+  if [[ $module_dir == */* ]]; then dir=$repo_root/hack/tools/$module_dir; else dir=$(module_dir "$module_dir"); fi
+  (cd "$dir" && go build -trimpath -ldflags "-s -w $ldflags" -o "$target" "$package")
   built "$name" $((SECONDS - started))
-}
-
-# module_version MODULE_DIR MODULE: the version a wrapper module pins.
-module_version() { awk -v m="$2" '$1 == m {print $2} $1 == "require" && $2 == m {print $3}' "$repo_root/hack/tools/$1/go.mod" | head -n1; }
-
-# ensure_stamped NAME MODULE_DIR PACKAGE LDFLAGS [TAGS] [CGO]: like ensure, for
-# binaries without a common version flag: reused while the stamp beside it
-# (go.mod and go.sum of its wrapper module, the flags) is unchanged.
-ensure_stamped() {
-  local name=$1 module_dir=$2 package=$3 ldflags=$4 tags=${5:-} cgo=${6:-0}
-  local target=$node_bin_dir/$name stamp
-  mkdir -p "$node_bin_dir"
-  stamp=$(cat "$repo_root/hack/tools/$module_dir/go.mod" "$repo_root/hack/tools/$module_dir/go.sum" |
-    { cat; echo "$package $ldflags $tags $cgo $(go env GOVERSION)"; } | sha256sum | cut -c1-16)
-  if [[ -x $target && -f $target.stamp && $(cat "$target.stamp") == "$stamp" ]]; then
-    log "$name ($module_dir): cached"
-    return
-  fi
-  log "$name ($module_dir): building"
-  local started=$SECONDS
-  if ! (cd "$repo_root/hack/tools/$module_dir" &&
-    CGO_ENABLED=$cgo go build -trimpath -tags "$tags" -ldflags "-s -w $ldflags" -o "$target" "$package"); then
-    log "FAILED: building $name from hack/tools/$module_dir ($package)"
-    exit 1
-  fi
-  echo "$stamp" >"$target.stamp"
-  built "$name" $((SECONDS - started))
-}
-
-build_node_components() {
-  local v
-  v=$(module_version containerd github.com/containerd/containerd/v2)
-  for tool in containerd ctr containerd-shim-runc-v2; do
-    ensure_stamped "$tool" containerd "github.com/containerd/containerd/v2/cmd/$tool" \
-      "-X github.com/containerd/containerd/v2/version.Version=$v" "no_aufs no_zfs no_btrfs no_devmapper urfave_cli_no_docs"
-  done
-  v=$(module_version runc github.com/opencontainers/runc)
-  # runc needs cgo for libseccomp (Debian: libseccomp-dev, pkg-config). As root
-  # they are installed when missing (a new machine lacks them), like debootstrap
-  # and docker.io are by the scripts that need them; otherwise say what to install.
-  if ! { command -v pkg-config >/dev/null && pkg-config --exists libseccomp; }; then
-    if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
-      log "runc needs libseccomp's headers: apt-get install pkg-config libseccomp-dev"
-      apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-        pkg-config libseccomp-dev >&2 || { log "FAILED: apt-get install pkg-config libseccomp-dev"; exit 1; }
-    else
-      log "FAILED: runc needs libseccomp's headers: install pkg-config and libseccomp-dev (Debian), then rerun"
-      exit 1
-    fi
-  fi
-  ensure_stamped runc runc github.com/opencontainers/runc "-X main.version=${v#v}" "seccomp urfave_cli_no_docs" 1
-  v=$(module_version crictl sigs.k8s.io/cri-tools)
-  ensure_stamped crictl crictl sigs.k8s.io/cri-tools/cmd/crictl "-X sigs.k8s.io/cri-tools/pkg/version.Version=$v"
-  v=$(module_version cni-plugins github.com/containernetworking/plugins)
-  for plugin in main/ptp main/bridge main/loopback ipam/host-local meta/portmap; do
-    ensure_stamped "cni-${plugin#*/}" cni-plugins "github.com/containernetworking/plugins/plugins/$plugin" \
-      "-X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$v"
-  done
-  ensure_stamped coredns coredns github.com/coredns/coredns ""
-  v=$(module_version etcd-node go.etcd.io/etcd/server/v3)
-  ensure_stamped etcd etcd-node go.etcd.io/etcd/server/v3 ""
-  # Last: they share most packages with the control-plane binaries, whose
-  # compiled packages are in the Go build cache by then.
-  for tool in kubeadm kubelet kube-proxy; do
-    ensure_stamped "$tool" kubernetes "k8s.io/kubernetes/cmd/$tool" "$(kube_ldflags)"
-  done
 }
 
 kube_ldflags() {
@@ -221,9 +166,7 @@ build_one() {
 
 tools=("$@")
 if [[ ${tools[0]:-} == --node-image ]]; then
-  build_node_components
-  log "node image components in $node_bin_dir"
-  exit 0
+  exec "$repo_root/roles/kind_cluster/files/kind-node-image/components.sh" all
 fi
 if [[ ${tools[0]:-} == --for-site ]]; then
   if docker info >/dev/null 2>&1; then

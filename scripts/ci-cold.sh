@@ -29,7 +29,7 @@ mkdir -p "$work/home"
 log "clone of $(git -C "$repo_root" rev-parse --short HEAD) in $work/repo, HOME=$work/home"
 
 if [[ $keep_images == false ]] && docker info >/dev/null 2>&1; then
-  kind_bin=$(command -v kind || echo "$repo_root/.cache/bin/kind")
+  kind_bin=$(command -v kind || echo "${INTERFERENCE_TOOLS_BIN:-$HOME/.cache/interference-orchestrator/bin}/kind")
   images=$(docker images --format '{{.Repository}}:{{.Tag}}' |
     grep -E '^(interference-orchestrator/|interference-extender:|interference-gpu-scheduler:)' || true)
   # A cluster's node containers keep their image in use: delete the clusters on our node images first.

@@ -32,7 +32,7 @@ else
   trap 'rm -rf "$work"' EXIT
 fi
 
-ANSIBLE_CONFIG="$root/ansible.cfg" .venv/bin/ansible-playbook -i inventory/hosts.yml scan/render.yml \
+ANSIBLE_CONFIG="$root/ansible.cfg" .venv/bin/ansible-playbook -i tests/support/localhost.yml scan/render.yml \
   -e "scan_dir=$work/rendered" >"$work/render.log" || { cat "$work/render.log" >&2; exit 1; }
 
 # checkov exits 1 when any check fails; scan/findings.py decides what fails the scan.

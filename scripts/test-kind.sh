@@ -23,5 +23,7 @@ fi
 ((rc == 0)) || exit "$rc"
 rm -f "$engine_log"  # exec below skips the EXIT trap
 
+# The folder build-tools.sh fills (INTERFERENCE_TOOLS_BIN, else the per-user cache); molecule.yml reads it.
+export INTERFERENCE_TOOLS_BIN=${INTERFERENCE_TOOLS_BIN:-$HOME/.cache/interference-orchestrator/bin}
 "$repo_root/scripts/build-tools.sh" kind kubectl helm
-PATH=$repo_root/.cache/bin:$repo_root/.venv/bin:$PATH exec "$repo_root/.venv/bin/molecule" test -s kind
+PATH=$INTERFERENCE_TOOLS_BIN:$repo_root/.venv/bin:$PATH exec "$repo_root/.venv/bin/molecule" test -s kind

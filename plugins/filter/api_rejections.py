@@ -12,7 +12,7 @@ from ansible_collections.interference.orchestrator.plugins.module_utils.api_reje
 DOCUMENTATION = r"""
 name: api_rejections
 short_description: Name the apps whose Deployment the API server refused in a dry run
-version_added: 0.2.0
+version_added: 0.1.0
 author: interference.orchestrator maintainers
 description:
   - Reads the registered result of a M(kubernetes.core.k8s) task that sent the apps' Deployments to the API server

@@ -11,7 +11,7 @@ from ansible_collections.interference.orchestrator.plugins.module_utils.image_re
 DOCUMENTATION = r"""
 name: content_tag
 short_description: Tag an image by the files it is built from
-version_added: 0.2.0
+version_added: 0.1.0
 author: interference.orchestrator maintainers
 description:
   - Returns O(prefix) and the first O(length) hex digits of a sha256 over one line

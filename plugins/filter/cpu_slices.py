@@ -13,7 +13,7 @@ from ansible_collections.interference.orchestrator.plugins.plugin_utils.placemen
 DOCUMENTATION = r"""
 name: cpu_slices
 short_description: Split the host's CPUs into one disjoint slice per kind worker
-version_added: 0.2.0
+version_added: 0.1.0
 author: interference.orchestrator maintainers
 description:
   - Each worker gets the same number of consecutive CPUs (host CPUs // workers); the remainder is unused.

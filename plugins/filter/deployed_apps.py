@@ -10,7 +10,7 @@ from ansible_collections.interference.orchestrator.plugins.plugin_utils.placemen
 DOCUMENTATION = r"""
 name: deployed_apps
 short_description: Read the current placement and the unlisted apps from the managed Deployments
-version_added: 0.2.0
+version_added: 0.1.0
 author: interference.orchestrator maintainers
 description:
   - Takes the C(resources) of a M(kubernetes.core.k8s_info) lookup of the Deployments the apps role manages.

@@ -10,7 +10,7 @@ from ansible_collections.interference.orchestrator.plugins.plugin_utils.placemen
 DOCUMENTATION = r"""
 name: experiment_plans
 short_description: Per placement policy, the node each app's Job runs on
-version_added: 0.2.0
+version_added: 0.1.0
 author: interference.orchestrator maintainers
 description:
   - V(baseline) puts every app on the first node (each app runs alone there).

@@ -12,7 +12,7 @@ from ansible_collections.interference.orchestrator.plugins.module_utils.experime
 DOCUMENTATION = r"""
 name: experiment_result
 short_description: Read the RESULT line a workload's run-benchmark printed
-version_added: 0.2.0
+version_added: 0.1.0
 author: interference.orchestrator maintainers
 description:
   - Every workload image's C(run-benchmark) prints one line C(RESULT {json}) with C(value), C(better) and C(wall_seconds).

@@ -10,7 +10,7 @@ from ansible_collections.interference.orchestrator.plugins.plugin_utils.placemen
 DOCUMENTATION = r"""
 name: experiment_rounds
 short_description: The rounds of an experiment - the Jobs that run together, per policy and repeat
-version_added: 0.2.0
+version_added: 0.1.0
 author: interference.orchestrator maintainers
 description:
   - Per repeat, in policy order, V(baseline) gives one round per app (alone on the first node), V(pair) one round

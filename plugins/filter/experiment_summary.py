@@ -10,7 +10,7 @@ from ansible_collections.interference.orchestrator.plugins.plugin_utils.placemen
 DOCUMENTATION = r"""
 name: experiment_summary
 short_description: Slowdown per app and placement policy from the raw runs of an experiment
-version_added: 0.2.0
+version_added: 0.1.0
 author: interference.orchestrator maintainers
 description:
   - Slowdown (no unit) is the value under a policy over the app's median baseline value when lower is better,

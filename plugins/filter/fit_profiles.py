@@ -11,7 +11,7 @@ from ansible_collections.interference.orchestrator.plugins.plugin_utils.placemen
 DOCUMENTATION = r"""
 name: fit_profiles
 short_description: Fit the engine's pressure profiles to the slowdowns of apps run in pairs
-version_added: 0.2.0
+version_added: 0.1.0
 author: interference.orchestrator maintainers
 description:
   - A pair's score is the mean extra slowdown ((slowdown_a - 1) + (slowdown_b - 1)) / 2 of two apps on one node,

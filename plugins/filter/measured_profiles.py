@@ -10,7 +10,7 @@ from ansible_collections.interference.orchestrator.plugins.plugin_utils.placemen
 DOCUMENTATION = r"""
 name: measured_profiles
 short_description: Use the measured pressure profile for apps with profile_from=measured
-version_added: 0.2.0
+version_added: 0.1.0
 author: interference.orchestrator maintainers
 description:
   - An app with C(profile_from=measured) gets C(profile) from the measured profiles (written by playbooks/profile.yml

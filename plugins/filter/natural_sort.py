@@ -10,7 +10,7 @@ from ansible_collections.interference.orchestrator.plugins.plugin_utils.placemen
 DOCUMENTATION = r"""
 name: natural_sort
 short_description: Sort node names as kind numbers its workers
-version_added: 0.2.0
+version_added: 0.1.0
 author: interference.orchestrator maintainers
 description:
   - Sorts by the name without its trailing number, then by that number, with a name without a number counting as 1.

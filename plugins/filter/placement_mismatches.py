@@ -12,7 +12,7 @@ from ansible_collections.interference.orchestrator.plugins.plugin_utils.placemen
 DOCUMENTATION = r"""
 name: placement_mismatches
 short_description: Name the apps whose pods do not run on their planned nodes
-version_added: 0.2.0
+version_added: 0.1.0
 author: interference.orchestrator maintainers
 description:
   - Compares the pods of the managed apps (the C(resources) of a M(kubernetes.core.k8s_info) lookup) with the

@@ -9,7 +9,7 @@ from ansible_collections.interference.orchestrator.plugins.module_utils.apps_pla
 DOCUMENTATION = r"""
 name: placement_table
 short_description: Print the result of interference.orchestrator.plan_apps as a table
-version_added: 0.2.0
+version_added: 0.1.0
 author: interference.orchestrator maintainers
 description:
   - One row per app and node, columns C(APP), C(TYPE), C(NODE) and C(INTERFERENCE), aligned. INTERFERENCE is the sum

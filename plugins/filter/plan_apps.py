@@ -11,7 +11,7 @@ from ansible_collections.interference.orchestrator.plugins.plugin_utils.placemen
 DOCUMENTATION = r"""
 name: plan_apps
 short_description: Check every app, place the pinned ones, and return the plan with its report in one call
-version_added: 0.2.0
+version_added: 0.1.0
 author: interference.orchestrator maintainers
 description:
   - The one placement call of the apps role per run. It validates every app (an error names the app by its index

@@ -10,7 +10,7 @@ from ansible_collections.interference.orchestrator.plugins.plugin_utils.placemen
 DOCUMENTATION = r"""
 name: registry_image
 short_description: The reference a locally built image is pushed as in the user's registry
-version_added: 0.2.0
+version_added: 0.1.0
 author: interference.orchestrator maintainers
 description:
   - Returns C(<registry>/<last component of the image name>:<tag>), e.g. C(interference-orchestrator/povray:h-0123abcd4567)
@@ -26,7 +26,7 @@ options:
     type: str
     required: true
   registry:
-    description: The registry and optional repository path (O(images_registry)); empty for none.
+    description: The registry and optional repository path (the project-wide C(images_registry)); empty for none.
     type: str
     required: true
 """

@@ -1,7 +1,7 @@
 """node_labels and apps against a real control plane (kwok), through ansible-playbook.
 
 A kwokctl cluster runs the real etcd, kube-apiserver, kube-controller-manager
-and kube-scheduler from .cache/bin; kwok-controller plays the kubelets, so the
+and kube-scheduler from the tools folder; kwok-controller plays the kubelets, so the
 Deployments the role applies get real ReplicaSets and pods that the real
 scheduler binds. The nodes mirror kind (a control plane and workers named
 <cluster>-worker, -worker2, ...), with a -worker10 to check natural ordering.
@@ -39,7 +39,7 @@ CONTROL_PLANE = f"{CLUSTER}-control-plane"
 NAMESPACE = "interference-apps"
 MANAGED = "app.kubernetes.io/managed-by=interference.orchestrator"
 PLANNED = "interference.orchestrator/planned-nodes"
-SEED_APPS = yaml.safe_load((REPO / "group_vars" / "all" / "apps.yml").read_text())["apps"]
+SEED_APPS = yaml.safe_load((REPO / "examples" / "testbed" / "group_vars" / "all" / "apps.yml").read_text())["apps"]
 WEB = {"name": "web", "image": "nginx:1.27", "type": "cpu", "replicas": 2,
        "resources": {"requests": {"cpu": "500m", "memory": "128Mi"}}}
 

@@ -24,9 +24,11 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.support.tools import tools_bin
+
 REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = REPO / ".venv" / "bin"
-TOOLS_BIN = REPO / ".cache" / "bin"
+TOOLS_BIN = tools_bin()
 # One name per checkout (worktrees may test at once).
 CLUSTER = "exp-" + hashlib.sha256(str(REPO).encode()).hexdigest()[:6]
 POLICIES = ["engine", "alternating", "scheduler", "worst"]
@@ -50,7 +52,7 @@ pytestmark = [
     pytest.mark.cluster,
     pytest.mark.kind,
     pytest.mark.skipif(not docker_answers(), reason="no Docker engine answers (`docker info`): kind cannot run"),
-    pytest.mark.skipif(not (TOOLS_BIN / "kind").exists(), reason="no kind in .cache/bin: run `make tools` first"),
+    pytest.mark.skipif(not (TOOLS_BIN / "kind").exists(), reason=f"no kind in {TOOLS_BIN}: run `make tools` first"),
 ]
 
 

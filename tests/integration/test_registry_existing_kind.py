@@ -2,7 +2,7 @@
 
 The existing cluster is a kind cluster (offline node image) this test creates
 with the kind CLI; the registry is CNCF distribution (`registry`, built from
-its Go module by scripts/build-tools.sh), run from .cache/bin. Neither is
+its Go module by scripts/build-tools.sh), run from the tools folder. Neither is
 product code: they stand in for EKS and ECR.
 
 kind nodes are containers, so 127.0.0.1 inside a node is the node itself.
@@ -45,8 +45,9 @@ import yaml
 
 from tests.support import kind, kwok
 from tests.support.playbook_json import REPO, PlaybookRun, run_playbook, run_playbook_file
+from tests.support.tools import tools_bin
 
-TOOLS = REPO / ".cache" / "bin"
+TOOLS = tools_bin()
 CLUSTER = kind.SHARED_NAME
 NAMESPACE = "interference-apps"
 REPOSITORY = "interference"
@@ -75,7 +76,7 @@ pytestmark = [
     pytest.mark.cluster,
     pytest.mark.kind,
     pytest.mark.skipif(not docker_answers(), reason="no Docker engine answers (`docker info`): kind cannot run"),
-    pytest.mark.skipif(bool(missing_tools()), reason=f"run `make tools` first: {missing_tools()} not in .cache/bin"),
+    pytest.mark.skipif(bool(missing_tools()), reason=f"run `make tools` first: {missing_tools()} not in {TOOLS}"),
 ]
 
 

@@ -1,6 +1,6 @@
 """The plugin scheduler inside real scheduling decisions on kwok.
 
-.cache/bin/gpu-scheduler (scripts/build-tools.sh gpu-scheduler) runs as the
+gpu-scheduler of the tools folder (scripts/build-tools.sh gpu-scheduler) runs as the
 second scheduler `gpu-scheduler` against a kwok cluster, with the
 configuration the scheduler_plugins role renders; pods name it in
 schedulerName and are checked through the API once bound. Each test has its

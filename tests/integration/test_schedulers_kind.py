@@ -10,7 +10,7 @@ extender and plugins, apps that opt in to each), and checks that both run
 under their hardened securityContext (non-root 65532, read-only root, runtime
 seccomp), that a pod of each schedulerName is bound by its own scheduler, and
 that a second run changes nothing. Needs a
-Docker engine, kind and gpu-scheduler in .cache/bin; skipped with the reason
+Docker engine, kind and gpu-scheduler in the tools folder; skipped with the reason
 when one is missing. KIND_NODE_IMAGE names a node image to use instead of the
 offline one.
 """
@@ -51,9 +51,9 @@ pytestmark = [
     pytest.mark.cluster,
     pytest.mark.kind,
     pytest.mark.skipif(not docker_answers(), reason="no Docker engine answers (`docker info`): kind cannot run"),
-    pytest.mark.skipif(not (TOOLS_BIN / "kind").exists(), reason="no kind in .cache/bin: run `make tools` first"),
+    pytest.mark.skipif(not (TOOLS_BIN / "kind").exists(), reason=f"no kind in {TOOLS_BIN}: run `make tools` first"),
     pytest.mark.skipif(not (TOOLS_BIN / "gpu-scheduler").exists(),
-                       reason="no gpu-scheduler in .cache/bin: run `scripts/build-tools.sh gpu-scheduler` first"),
+                       reason=f"no gpu-scheduler in {TOOLS_BIN}: run `scripts/build-tools.sh gpu-scheduler` first"),
 ]
 
 

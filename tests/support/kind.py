@@ -22,8 +22,9 @@ from typing import Any
 import yaml
 
 from tests.support.playbook_json import REPO
+from tests.support.tools import tools_bin
 
-TOOLS = REPO / ".cache" / "bin"
+TOOLS = tools_bin()
 VENV_BIN = REPO / ".venv" / "bin"
 # One name per checkout, so two checkouts testing at once (worktrees) never share, or delete, each other's.
 SHARED_NAME = "it-" + hashlib.sha256(str(REPO).encode()).hexdigest()[:6]

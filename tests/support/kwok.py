@@ -1,8 +1,8 @@
 """A kwok cluster whose real kube-scheduler calls the extender, for the tests and the benchmark.
 
 Everything is real except the kubelets: etcd, kube-apiserver,
-kube-controller-manager and kube-scheduler are the binaries in .cache/bin
-(`make tools`), kwok-controller plays the nodes. The KubeSchedulerConfiguration
+kube-controller-manager and kube-scheduler are the binaries `make tools` builds
+(tests.support.tools.tools_bin()), kwok-controller plays the nodes. The KubeSchedulerConfiguration
 is the one the `scheduler_extender` role renders (its `scheduler_config` entry
 point, run through ansible-playbook), given to kwokctl's scheduler with
 `--kube-scheduler-config`, as site.yml does on kwok.
@@ -26,9 +26,10 @@ from typing import Any
 import yaml
 
 from tests.support.playbook_json import run_role_entry_point
+from tests.support.tools import tools_bin
 
 REPO = Path(__file__).resolve().parents[2]
-TOOLS = REPO / ".cache" / "bin"
+TOOLS = tools_bin()
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kwokctl", "kubectl")
 
 

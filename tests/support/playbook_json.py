@@ -19,6 +19,10 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
+# localhost only: the role tests' inventory (their playbooks give every variable they need).
+BARE_INVENTORY = REPO / "tests" / "support" / "localhost.yml"
+# The repository's example inventory (demo apps, cluster settings): what `make site` uses.
+EXAMPLE_INVENTORY = REPO / "examples" / "testbed" / "hosts.yml"
 
 
 @dataclass
@@ -80,9 +84,13 @@ def run_playbook_file(
     env: dict[str, str] | None = None,
     args: list[str] | None = None,
 ) -> PlaybookRun:
-    """Run one playbook of the checkout (site.yml...) or of tmp_path, with the json callback; `args` are appended."""
+    """Run one playbook of the checkout (site.yml...) or of tmp_path, with the json callback; `args` are appended.
+
+    The checkout's playbooks run with the example inventory (as `make site` does), tmp_path's with localhost only.
+    """
     vars_file = tmp_path / f"extra-vars-{len(list(tmp_path.glob('extra-vars-*.json')))}.json"
-    argv = [str(VENV_BIN / "ansible-playbook"), "-i", str(REPO / "inventory" / "hosts.yml"), str(playbook)]
+    inventory = EXAMPLE_INVENTORY if playbook.resolve().is_relative_to(REPO.resolve()) else BARE_INVENTORY
+    argv = [str(VENV_BIN / "ansible-playbook"), "-i", str(inventory), str(playbook)]
     if extra_vars is not None:
         vars_file.write_text(json.dumps(extra_vars))
         argv += ["-e", f"@{vars_file}"]
@@ -123,7 +131,7 @@ def run_role_entry_point(directory: Path, role: str, tasks_from: str, variables:
     task = {"name": f"Run {role} {tasks_from}", "ansible.builtin.include_role": include, "vars": variables}
     playbook.write_text(yaml.safe_dump([{"hosts": "localhost", "gather_facts": False, "tasks": [task]}]))
     subprocess.run(
-        [str(VENV_BIN / "ansible-playbook"), "-i", str(REPO / "inventory" / "hosts.yml"), str(playbook)],
+        [str(VENV_BIN / "ansible-playbook"), "-i", str(BARE_INVENTORY), str(playbook)],
         check=True, cwd=REPO, env={**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg")},
         capture_output=True, text=True,
     )

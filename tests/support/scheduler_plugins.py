@@ -1,8 +1,8 @@
-"""The plugin scheduler (.cache/bin/gpu-scheduler) as a second scheduler on a kwok cluster.
+"""The plugin scheduler (gpu-scheduler in the tools folder) as a second scheduler on a kwok cluster.
 
 The cluster is the one tests/support/kwok.py starts
 (kwokctl, binary runtime, the real etcd, kube-apiserver,
-kube-controller-manager and kube-scheduler of .cache/bin; kwok-controller plays
+kube-controller-manager and kube-scheduler of the tools folder; kwok-controller plays
 the nodes). kwokctl's own kube-scheduler keeps the profile default-scheduler;
 gpu-scheduler runs beside it as a separate process with the
 KubeSchedulerConfiguration the scheduler_plugins role renders (its

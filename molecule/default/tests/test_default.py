@@ -22,11 +22,13 @@ from ansible_collections.interference.orchestrator.plugins.module_utils.interfer
 )
 from kubernetes import client, config
 
+from tests.support.tools import tools_bin
+
 MANAGED = "app.kubernetes.io/managed-by=interference.orchestrator"
 PLANNED = "interference.orchestrator/planned-nodes"
 TYPE_LABEL = "interference.orchestrator/type"
-# Where `make tools` puts the binaries: <repository>/.cache/bin.
-TOOLS_BIN = str(Path(__file__).resolve().parents[3] / ".cache" / "bin")
+# Where `make tools` puts the binaries (INTERFERENCE_TOOLS_BIN, else the per-user cache).
+TOOLS_BIN = str(tools_bin())
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Draw slowdown per placement policy from an experiment summary (JSON on stdin).
 
 The summary is the experiment_summary filter's output, itself computed from

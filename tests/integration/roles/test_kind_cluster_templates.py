@@ -19,7 +19,8 @@ import pytest
 import yaml
 
 from tests.support import playbook_json
-from tests.support.playbook_json import REPO, run_playbook
+from tests.support.playbook_json import run_playbook
+from tests.support.tools import tools_bin
 
 STUB_KIND = Path(playbook_json.__file__).parent / "stubs" / "kind"
 
@@ -72,7 +73,7 @@ def real_kind() -> str | None:
     With an engine, `kind create cluster` would really create a cluster: that is
     the molecule scenario's job, not a unit test's.
     """
-    kind = REPO / ".cache" / "bin" / "kind"
+    kind = tools_bin() / "kind"
     binary = str(kind) if kind.is_file() else shutil.which("kind")
     docker = shutil.which("docker")
     if binary is None:

@@ -158,7 +158,7 @@ def test_offline_the_apps_images_become_the_debian_workloads_under_their_own_nam
     for test, ref in refs.items():
         assert re.fullmatch(rf"interference-orchestrator/{WORKLOADS[test]}:h-[0-9a-f]{{12}}", ref), ref
     # The apps shipped in group_vars name exactly these images.
-    apps = yaml.safe_load((REPO / "group_vars" / "all" / "apps.yml").read_text())["apps"]
+    apps = yaml.safe_load((REPO / "examples" / "testbed" / "group_vars" / "all" / "apps.yml").read_text())["apps"]
     assert sorted(app["image"] for app in apps) == sorted(refs)
 
 

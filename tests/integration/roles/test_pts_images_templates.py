@@ -51,7 +51,7 @@ def test_one_image_per_test_named_after_it_with_a_content_hash_tag(tmp_path: Pat
 
 
 def test_the_apps_shipped_in_group_vars_use_exactly_these_images(tmp_path: Path) -> None:
-    apps = yaml.safe_load((REPO / "group_vars" / "all" / "apps.yml").read_text())["apps"]
+    apps = yaml.safe_load((REPO / "examples" / "testbed" / "group_vars" / "all" / "apps.yml").read_text())["apps"]
     assert sorted(app["image"] for app in apps) == sorted(image_refs(tmp_path))
 
 

@@ -109,7 +109,7 @@ def test_the_projects_skip_list_gives_a_reason_for_every_entry_and_names_only_re
 def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict[str, Any]]]:
     out = tmp_path_factory.mktemp("scan") / "rendered"
     proc = subprocess.run(
-        [str(VENV_BIN / "ansible-playbook"), "-i", str(REPO / "inventory" / "hosts.yml"),
+        [str(VENV_BIN / "ansible-playbook"), "-i", str(REPO / "tests" / "support" / "localhost.yml"),
          str(REPO / "scan" / "render.yml"), "-e", f"scan_dir={out}"],
         cwd=REPO, capture_output=True, text=True, check=False,
         env={**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg")},
