@@ -25,6 +25,8 @@ from tests.support.playbook_json import REPO
 from tests.support.tools import tools_bin
 
 TOOLS = tools_bin()
+# The kind_cluster role's offline node-image recipe (it ships with the role).
+NODE_IMAGE_BUILD = REPO / "roles" / "kind_cluster" / "files" / "kind-node-image" / "build.sh"
 VENV_BIN = REPO / ".venv" / "bin"
 # One name per checkout, so two checkouts testing at once (worktrees) never share, or delete, each other's.
 SHARED_NAME = "it-" + hashlib.sha256(str(REPO).encode()).hexdigest()[:6]
@@ -44,7 +46,7 @@ def node_image() -> str:
     """The offline node image `make images` built (KIND_NODE_IMAGE wins); built here only if it is missing."""
     if os.environ.get("KIND_NODE_IMAGE"):
         return os.environ["KIND_NODE_IMAGE"]
-    built = subprocess.run([str(REPO / "hack" / "kind-node-image" / "build.sh")], capture_output=True, text=True,
+    built = subprocess.run([str(NODE_IMAGE_BUILD)], capture_output=True, text=True,
                            check=False)
     assert built.returncode == 0, built.stderr[-4000:]
     return built.stdout.strip()
