@@ -53,8 +53,8 @@ func NewMetrics(reg prometheus.Registerer, node string) *Metrics {
 			[]string{"resource"}),
 		cpuShare: prometheus.NewGauge(f("cpu_share_ratio",
 			"CPU seconds the probe's thread obtained per wall second in its last round (resource cpu).")),
-		cache: prometheus.NewGauge(f("cache_accesses_per_cpu_second",
-			"Dependent loads over the cache-sized working set per CPU second, last round (resource cache).")),
+		cache: prometheus.NewGauge(f("llc_accesses_per_cpu_second",
+			"Dependent loads over the cache-sized working set per CPU second, last round (resource llc).")),
 		memory: prometheus.NewGauge(f("memory_bytes_per_cpu_second",
 			"Bytes streamed over the large buffer per CPU second, last round (resource memory_bandwidth).")),
 		rounds: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "interference_probe", Name: "rounds_total",
@@ -160,7 +160,7 @@ func measure(ctx context.Context, cfg Config, m *Metrics, calibrated *atomic.Boo
 		m.calibration.WithLabelValues(name).Set(idle[name])
 	}
 	log.Printf("interference-probe: idle calibration: cpu share %.3f, cache %.3g loads/CPU-s, memory %.3g B/CPU-s",
-		idle["cpu"], idle["cache"], idle["memory_bandwidth"])
+		idle["cpu"], idle["llc"], idle["memory_bandwidth"])
 	calibrated.Store(true)
 	ticker := time.NewTicker(cfg.Interval)
 	defer ticker.Stop()

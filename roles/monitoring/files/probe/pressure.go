@@ -7,14 +7,14 @@ import (
 )
 
 // Resources are the three signals, in the order of the resource label.
-var Resources = []string{"cpu", "cache", "memory_bandwidth"}
+var Resources = []string{"cpu", "llc", "memory_bandwidth"}
 
 // Values picks the raw value of each resource from a round: CPU share,
 // cache accesses per CPU second, memory bytes per CPU second.
 func Values(r Round) map[string]float64 {
 	return map[string]float64{
 		"cpu":              r.CPUShare,
-		"cache":            r.CacheAccessesPerCPUSecond,
+		"llc":              r.CacheAccessesPerCPUSecond,
 		"memory_bandwidth": r.MemoryBytesPerCPUSecond,
 	}
 }

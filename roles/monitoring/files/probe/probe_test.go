@@ -38,7 +38,7 @@ func TestCalibrationIsTheBestOfEachSignal(t *testing.T) {
 		{CPUShare: 0.5, CacheAccessesPerCPUSecond: 4e8, MemoryBytesPerCPUSecond: 1e9},
 	}
 	idle := Calibrate(rounds)
-	want := map[string]float64{"cpu": 0.99, "cache": 4e8, "memory_bandwidth": 6e9}
+	want := map[string]float64{"cpu": 0.99, "llc": 4e8, "memory_bandwidth": 6e9}
 	for name, v := range want {
 		if idle[name] != v {
 			t.Errorf("calibration of %s = %g, want %g (best of the rounds)", name, idle[name], v)
@@ -49,12 +49,12 @@ func TestCalibrationIsTheBestOfEachSignal(t *testing.T) {
 func TestRecordPublishesPressureByResourceAndNode(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg, "worker-1")
-	idle := map[string]float64{"cpu": 1.0, "cache": 4e8, "memory_bandwidth": 8e9}
+	idle := map[string]float64{"cpu": 1.0, "llc": 4e8, "memory_bandwidth": 8e9}
 	m.Record(Round{CPUShare: 0.25, CacheAccessesPerCPUSecond: 3e8, MemoryBytesPerCPUSecond: 8e9, CPUSeconds: 0.025}, idle, time.Unix(100, 0))
 	want := `
 # HELP interference_probe_pressure How much less than idle the probe obtained in its last round: max(0, 1 - raw/calibrated idle), 0..1.
 # TYPE interference_probe_pressure gauge
-interference_probe_pressure{node="worker-1",resource="cache"} 0.25
+interference_probe_pressure{node="worker-1",resource="llc"} 0.25
 interference_probe_pressure{node="worker-1",resource="cpu"} 0.75
 interference_probe_pressure{node="worker-1",resource="memory_bandwidth"} 0
 `
