@@ -92,12 +92,12 @@ def target_problems(targets: Iterable[Mapping[str, Any]], expected: Mapping[str,
     problems = []
     for job, nodes in expected.items():
         for node in sorted(nodes):
-            target = found.get((job, node))
-            if target is None:
+            seen = found.get((job, node))
+            if seen is None:
                 problems.append(f"job {job}: no scrape target on node {node}")
-            elif target.get("health") != "up":
+            elif seen.get("health") != "up":
                 problems.append(
-                    f"job {job}: target on node {node} is {target.get('health')}"
-                    f" ({target.get('lastError') or 'no error given'}, {target.get('scrapeUrl', '')})"
+                    f"job {job}: target on node {node} is {seen.get('health')}"
+                    f" ({seen.get('lastError') or 'no error given'}, {seen.get('scrapeUrl', '')})"
                 )
     return problems
