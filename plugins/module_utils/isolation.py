@@ -12,7 +12,10 @@ alone:
 - the response: the same means for every resource the probe measures, so a
   memory stressor's effect on the CPU signal can be read too;
 - the first rise: seconds from the stressor's start to the first sample where
-  the stressed worker's pressure exceeds every other worker's by a margin.
+  the stressed worker's pressure exceeds every other worker's by a margin; and,
+  from `round_ends` (interference_probe_last_round_timestamp_seconds), seconds
+  from the start to the end of the probe round that measured it (no scrape or
+  query-step delay in it: "within two probe intervals" is read from this one).
 """
 
 from __future__ import annotations
@@ -64,7 +67,8 @@ def matrices(results: Mapping[str, Any]) -> dict[str, Any]:
 
     Returns {'nodes': [...], 'stressors': [...], 'matrix': {stressor: {stressed: {observed: mean pressure}}},
     'response': {stressor: {stressed: {observed: {resource: mean pressure}}}}, 'baseline': {node: {resource: mean}},
-    'first_rise_s': {stressor: {stressed: seconds or None}}}. Means are None where a series had no sample.
+    'first_rise_s' and 'first_rise_round_s': {stressor: {stressed: seconds or None}}}. Means are None where a
+    series had no sample.
     """
     nodes, runs = _check(results)
     stressors = list(dict.fromkeys(run["stressor"] for run in runs if run["stressor"] != "none"))
@@ -72,6 +76,7 @@ def matrices(results: Mapping[str, Any]) -> dict[str, Any]:
     matrix: dict[str, dict[str, dict[str, float | None]]] = {}
     response: dict[str, dict[str, dict[str, dict[str, float | None]]]] = {}
     first_rise: dict[str, dict[str, float | None]] = {}
+    first_rise_round: dict[str, dict[str, float | None]] = {}
     baseline: dict[str, dict[str, float | None]] = {}
     for run in runs:
         if run["stressor"] == "none":
@@ -80,20 +85,32 @@ def matrices(results: Mapping[str, Any]) -> dict[str, Any]:
         s, stressed = run["stressor"], run["node"]
         matrix.setdefault(s, {})[stressed] = {n: mean_pressure(run, n, s) for n in nodes}
         response.setdefault(s, {})[stressed] = {n: {r: mean_pressure(run, n, r) for r in RESOURCES} for n in nodes}
-        first_rise.setdefault(s, {})[stressed] = _first_rise(run, stressed, s, [n for n in nodes if n != stressed],
-                                                             margin)
+        rise = _first_rise(run, stressed, s, [n for n in nodes if n != stressed], margin)
+        first_rise.setdefault(s, {})[stressed] = None if rise is None else rise - float(run["stressor_started"])
+        first_rise_round.setdefault(s, {})[stressed] = _round_end(run, stressed, rise)
     return {"nodes": nodes, "stressors": stressors, "matrix": matrix, "response": response, "baseline": baseline,
-            "first_rise_s": first_rise, "rise_margin": margin}
+            "first_rise_s": first_rise, "first_rise_round_s": first_rise_round, "rise_margin": margin}
+
+
+def _round_end(run: Mapping[str, Any], node: str, at: float | None) -> float | None:
+    """Seconds from the stressor's start to the end of the probe round `node` reported at time `at`."""
+    if at is None:
+        return None
+    for series in run.get("round_ends", []):
+        if series["metric"].get("node") == node:
+            ends = [float(v) for t, v in series["values"] if float(t) == at]
+            return ends[0] - float(run["stressor_started"]) if ends else None
+    return None
 
 
 def _first_rise(run: Mapping[str, Any], stressed: str, resource: str, others: Sequence[str],
                 margin: float) -> float | None:
-    """Seconds from the stressor's start to the first sample where `stressed` leads every other node by margin."""
+    """Time (s) of the first sample from the stressor's start where `stressed` leads every other node by margin."""
     started = float(run.get("stressor_started", run["window"][0]))
     mine = {t: v for t, v in _samples({**run, "window": [started, run["window"][1]]}, stressed, resource)}
     theirs = [{t: v for t, v in _samples({**run, "window": [started, run["window"][1]]}, o, resource)}
               for o in others]
     for t in sorted(mine):
         if all(t in other and mine[t] >= other[t] + margin for other in theirs):
-            return t - started
+            return t
     return None

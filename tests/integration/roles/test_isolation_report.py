@@ -38,8 +38,8 @@ def test_report_and_heatmap_come_from_results_json(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stderr
     report = (run_dir / "report.md").read_text()
     assert "## Stressor `cpu`: pressure of `cpu`" in report
-    assert "| **w1** | 0.85 | 0.05 | 0.00 |" in report
-    assert "| **w2** | 0.05 | 0.85 | 0.00 |" in report
+    assert "| **w1** | 0.85 | 0.05 | 0.00 / - |" in report
+    assert "| **w2** | 0.05 | 0.85 | 0.00 / - |" in report
     assert "## Stressor `memory_bandwidth`" in report
     png = (run_dir / "heatmap.png").read_bytes()
     assert png.startswith(b"\x89PNG") and len(png) > 5000

@@ -44,6 +44,8 @@ def test_the_matrix_row_is_the_stressed_worker_and_the_column_the_observed_one()
     # Sample at t=110 (index 4) is the first in the window, but the rise is counted from the start:
     # at t=105 w1 leads w2 by 0.7 >= 0.2 (t=100: 0.3 vs 0 already leads).
     assert out["first_rise_s"]["cpu"]["w1"] == 0.0
+    # No round_ends recorded: the round-based rise is unknown.
+    assert out["first_rise_round_s"]["cpu"]["w1"] is None
     assert out["baseline"]["w2"]["memory_bandwidth"] == 0.0
     assert out["response"]["cpu"]["w1"]["w2"]["cpu"] == pytest.approx(0.1)
 
@@ -69,3 +71,13 @@ def test_means_use_the_window_only() -> None:
 def test_malformed_results_name_the_field(results: dict[str, Any], message: str) -> None:
     with pytest.raises(PlacementError, match=message):
         matrices(results)
+
+
+def test_the_round_based_rise_is_read_from_the_round_that_reported_it() -> None:
+    levels = {("w1", "cpu"): [0, 0, 0, 0, 0.9, 0.9, 0.9, 0.9, 0.9], ("w2", "cpu"): [0.0] * 9}
+    r = run("cpu", "w1", levels)
+    # Sample at t=110 shows the round that ended at t=107.5.
+    r["round_ends"] = [{"metric": {"node": "w1"}, "values": [[110.0, "107.5"]]}]
+    out = matrices({"nodes": NODES, "runs": [r]})
+    assert out["first_rise_s"]["cpu"]["w1"] == 10.0
+    assert out["first_rise_round_s"]["cpu"]["w1"] == 7.5
