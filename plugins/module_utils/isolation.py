@@ -92,15 +92,18 @@ def matrices(results: Mapping[str, Any]) -> dict[str, Any]:
             "first_rise_s": first_rise, "first_rise_round_s": first_rise_round, "rise_margin": margin}
 
 
-def _round_end(run: Mapping[str, Any], node: str, at: float | None) -> float | None:
-    """Seconds from the stressor's start to the end of the probe round `node` reported at time `at`."""
-    if at is None:
-        return None
+def _round_ends(run: Mapping[str, Any], node: str) -> dict[float, float]:
+    """Sample time -> end time (s) of the probe round `node` reported then; {} when not recorded."""
     for series in run.get("round_ends", []):
         if series["metric"].get("node") == node:
-            ends = [float(v) for t, v in series["values"] if float(t) == at]
-            return ends[0] - float(run["stressor_started"]) if ends else None
-    return None
+            return {float(t): float(v) for t, v in series["values"]}
+    return {}
+
+
+def _round_end(run: Mapping[str, Any], node: str, at: float | None) -> float | None:
+    """Seconds from the stressor's start to the end of the probe round `node` reported at time `at`."""
+    end = None if at is None else _round_ends(run, node).get(at)
+    return None if end is None else end - float(run["stressor_started"])
 
 
 def _first_rise(run: Mapping[str, Any], stressed: str, resource: str, others: Sequence[str],
@@ -110,7 +113,11 @@ def _first_rise(run: Mapping[str, Any], stressed: str, resource: str, others: Se
     mine = {t: v for t, v in _samples({**run, "window": [started, run["window"][1]]}, stressed, resource)}
     theirs = [{t: v for t, v in _samples({**run, "window": [started, run["window"][1]]}, o, resource)}
               for o in others]
+    ends = _round_ends(run, stressed)
     for t in sorted(mine):
+        # A sample still showing a round that ended before the stressor started is not its effect.
+        if t in ends and ends[t] < started:
+            continue
         if all(t in other and mine[t] >= other[t] + margin for other in theirs):
             return t
     return None

@@ -81,3 +81,13 @@ def test_the_round_based_rise_is_read_from_the_round_that_reported_it() -> None:
     out = matrices({"nodes": NODES, "runs": [r]})
     assert out["first_rise_s"]["cpu"]["w1"] == 10.0
     assert out["first_rise_round_s"]["cpu"]["w1"] == 7.5
+
+
+def test_a_sample_of_a_round_that_ended_before_the_stressor_started_is_not_its_rise() -> None:
+    levels = {("w1", "cpu"): [0, 0, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9], ("w2", "cpu"): [0.0] * 9}
+    r = run("cpu", "w1", levels)
+    # t=100 (index 2) still shows a round that ended at 98 (noise before the start); t=105 the round ending at 103.
+    r["round_ends"] = [{"metric": {"node": "w1"}, "values": [[100.0, "98"], [105.0, "103"]]}]
+    out = matrices({"nodes": NODES, "runs": [r]})
+    assert out["first_rise_s"]["cpu"]["w1"] == 5.0
+    assert out["first_rise_round_s"]["cpu"]["w1"] == 3.0
