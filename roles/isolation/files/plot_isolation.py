@@ -23,7 +23,7 @@ def main() -> int:
         return 3
     data = json.load(sys.stdin)
     nodes, stressors = data["nodes"], data["stressors"]
-    fig, axes = plt.subplots(1, max(1, len(stressors)), figsize=(4.2 * max(1, len(stressors)), 3.8), squeeze=False)
+    fig, axes = plt.subplots(1, max(1, len(stressors)), figsize=(4.8 * max(1, len(stressors)), 4.0), squeeze=False)
     for ax, stressor in zip(axes[0], stressors, strict=False):
         rows = [row for row in nodes if row in data["matrix"][stressor]]
         grid = [[data["matrix"][stressor][row][col] for col in nodes] for row in rows]
@@ -37,7 +37,7 @@ def main() -> int:
         ax.set_yticks(range(len(rows)), rows)
         ax.set_xlabel("worker observed")
         ax.set_ylabel("worker stressed")
-        ax.set_title(f"stressor {stressor}: {stressor} pressure")
+        ax.set_title(f"{stressor} stressor\n({stressor} pressure)", fontsize=10)
     fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8, label="probe pressure (0 idle .. 1)")
     fig.savefig(sys.argv[1], dpi=110, bbox_inches="tight")
     return 0
