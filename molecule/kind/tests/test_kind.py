@@ -406,6 +406,7 @@ def test_every_scrape_target_is_up(scenario: dict[str, Any], offline: bool) -> N
 def test_cadvisor_has_cpu_series_for_every_app_pod(api: client.ApiClient, scenario: dict[str, Any]) -> None:
     namespace = scenario["namespace"]
     pods = {pod.metadata.name for pod in app_pods(api, namespace)}
+    assert pods, f"no app pod in namespace {namespace}: nothing to find CPU series for"
     promql = f'sum by (pod) (rate(container_cpu_usage_seconds_total{{namespace="{namespace}",container!=""}}[1m]))'
 
     def every_pod() -> None:
