@@ -7,9 +7,14 @@ containers on their planned nodes with the content-hash images, the
 workloads' own result lines from `run-benchmark`, and pod traffic across
 nodes, directly and through a Service.
 
-Where the image source was offline (no registry: the node image and the
-Debian workload images were built here), monitoring was skipped by design,
-and the tests that need Grafana say so as skips.
+Monitoring, whichever stack the image source chose: the helm release is
+deployed, Prometheus answers on its kind-mapped port within a bounded time,
+every scrape target is up (each kubelet's cAdvisor, node-exporter, the
+interference probe on each worker, named by node when not), and cAdvisor has
+CPU series for every app pod. Offline (no registry: the node image, the
+Debian workload images and the offline chart's images were built here) the
+stack is the collection's chart, with a `helm test`; Grafana is not installed
+there (AGPL, cannot be had offline), and the tests that need it say so as skips.
 """
 
 from __future__ import annotations
@@ -33,6 +38,12 @@ from ansible_collections.interference.orchestrator.plugins.module_utils.interfer
     interference_lower_bound,
     profile_for_type,
 )
+from ansible_collections.interference.orchestrator.plugins.module_utils.prometheus import (
+    active_targets,
+    query,
+    target_problems,
+    wait_ready,
+)
 from kubernetes import client, config
 from kubernetes.stream import stream
 
@@ -42,6 +53,11 @@ TYPE_LABEL = "interference.orchestrator/type"
 APP_ANNOTATION = "interference.orchestrator/app"
 MONITORING_NAMESPACE = "monitoring"
 RELEASE = "kube-prometheus-stack"
+OFFLINE_RELEASE = "interference-monitoring"
+PROBE = "app.kubernetes.io/name=interference-probe"
+RESOURCES = {"cpu", "llc", "memory_bandwidth"}
+# How long Prometheus may take to answer on its published port.
+PROMETHEUS_WAIT_S = 120
 PASSWORD_FILE = Path("~/.config/interference-orchestrator/grafana-admin-password").expanduser()
 # What the offline (Debian) source runs for each Phoronix test an app names.
 DEBIAN_WORKLOADS = {"pts/c-ray": "povray", "pts/compress-7zip": "7zip", "pts/mbw": "mbw",
@@ -77,6 +93,7 @@ def scenario(host: Any) -> dict[str, Any]:
         "kubeconfig": str(Path(kubeconfig).expanduser()),
         "context": f"kind-{name}",
         "grafana_port": int(variables.get("grafana_host_port", 3000)),
+        "prometheus_port": int(variables.get("prometheus_host_port", 9090)),
         "base_apps": variables["molecule_base_apps"],
         "kind_config": Path(f"~/.cache/interference-orchestrator/kind-{name}.yaml").expanduser(),
     }
@@ -297,9 +314,13 @@ def test_pods_reach_a_pod_on_another_node(
     assert "etcdserver" in eventually(answered, attempts=10, pause=3.0)
 
 
-def require_monitoring(offline: bool) -> None:
+def require_grafana(offline: bool) -> None:
     if offline:
-        pytest.skip("image source offline: monitoring is skipped by design (its chart and images cannot be fetched)")
+        pytest.skip("image source offline: the offline chart installs no Grafana (AGPL, it cannot be had offline)")
+
+
+def prometheus_url(scenario: dict[str, Any]) -> str:
+    return f"http://localhost:{scenario['prometheus_port']}"
 
 
 def grafana(scenario: dict[str, Any], path: str) -> Any:
@@ -313,27 +334,103 @@ def grafana(scenario: dict[str, Any], path: str) -> Any:
 
 
 def test_monitoring_release_is_deployed(api: client.ApiClient, offline: bool) -> None:
-    require_monitoring(offline)
+    release = OFFLINE_RELEASE if offline else RELEASE
     # helm 3 keeps each release revision in a Secret labelled owner=helm,name=<release>,status=<status>.
     secrets = (
         client.CoreV1Api(api)
-        .list_namespaced_secret(MONITORING_NAMESPACE, label_selector=f"owner=helm,name={RELEASE},status=deployed")
+        .list_namespaced_secret(MONITORING_NAMESPACE, label_selector=f"owner=helm,name={release},status=deployed")
         .items
     )
-    assert len(secrets) == 1
+    assert len(secrets) == 1, f"helm release {release} is not deployed in namespace {MONITORING_NAMESPACE}"
 
 
-def test_monitoring_is_absent_when_offline(api: client.ApiClient, offline: bool) -> None:
+def test_helm_test_of_the_offline_chart_passes(scenario: dict[str, Any], offline: bool) -> None:
     if not offline:
-        pytest.skip("image source registry: monitoring is installed")
-    names = [ns.metadata.name for ns in client.CoreV1Api(api).list_namespace().items]
-    assert MONITORING_NAMESPACE not in names
+        pytest.skip("kube-prometheus-stack ships no helm test of ours; the offline chart's queries Prometheus")
+    run = subprocess.run(
+        ["helm", "test", OFFLINE_RELEASE, "--namespace", MONITORING_NAMESPACE, "--kubeconfig", scenario["kubeconfig"],
+         "--kube-context", scenario["context"], "--timeout", "4m", "--logs"],
+        capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "Phase:          Succeeded" in run.stdout, run.stdout
+
+
+def test_prometheus_port_is_mapped_in_the_kind_config_and_published_by_docker(scenario: dict[str, Any]) -> None:
+    rendered = yaml.safe_load(scenario["kind_config"].read_text())
+    (control_plane,) = [node for node in rendered["nodes"] if node["role"] == "control-plane"]
+    port = scenario["prometheus_port"]
+    assert {"containerPort": 30090, "hostPort": port, "listenAddress": "127.0.0.1", "protocol": "TCP"} in control_plane[
+        "extraPortMappings"
+    ]
+    published = subprocess.run(
+        ["docker", "port", f"{scenario['name']}-control-plane", "30090/tcp"],
+        capture_output=True, text=True, check=True,
+    ).stdout.split()
+    assert published == [f"127.0.0.1:{port}"]
+
+
+def test_prometheus_answers_on_the_kind_mapped_port(scenario: dict[str, Any]) -> None:
+    wait_ready(prometheus_url(scenario), within_s=PROMETHEUS_WAIT_S)
+    assert query(prometheus_url(scenario), "vector(1)")[0]["value"][1] == "1"
+
+
+def test_a_probe_pod_runs_ready_on_every_worker(api: client.ApiClient, scenario: dict[str, Any]) -> None:
+    pods: list[Any] = client.CoreV1Api(api).list_namespaced_pod(MONITORING_NAMESPACE, label_selector=PROBE).items
+    by_node = {pod.spec.node_name: pod for pod in pods if pod.metadata.deletion_timestamp is None}
+    problems = []
+    for worker in worker_names(scenario):
+        pod = by_node.get(worker)
+        if pod is None:
+            problems.append(f"node {worker}: no interference probe pod")
+        elif pod.status.phase != "Running" or not all(c.ready for c in pod.status.container_statuses or []):
+            problems.append(f"node {worker}: probe pod {pod.metadata.name} is {pod.status.phase}, not Running, ready")
+    assert not problems, "; ".join(problems)
+    assert f"{scenario['name']}-control-plane" not in by_node, "the probe runs on workers only"
+
+
+def test_every_scrape_target_is_up(scenario: dict[str, Any], offline: bool) -> None:
+    if not offline:
+        pytest.skip("job names of kube-prometheus-stack's targets are not verified here (no registry on this machine)")
+    workers = worker_names(scenario)
+    nodes = [f"{scenario['name']}-control-plane", *workers]
+    expected = {"kubernetes-cadvisor": nodes, "node-exporter": nodes, "interference-probe": workers}
+
+    def all_up() -> None:
+        problems = target_problems(active_targets(prometheus_url(scenario)), expected)
+        assert not problems, "; ".join(problems)
+
+    eventually(all_up, attempts=12, pause=5.0)
+
+
+def test_cadvisor_has_cpu_series_for_every_app_pod(api: client.ApiClient, scenario: dict[str, Any]) -> None:
+    namespace = scenario["namespace"]
+    pods = {pod.metadata.name for pod in app_pods(api, namespace)}
+    assert pods, f"no app pod in namespace {namespace}: nothing to find CPU series for"
+    promql = f'sum by (pod) (rate(container_cpu_usage_seconds_total{{namespace="{namespace}",container!=""}}[1m]))'
+
+    def every_pod() -> None:
+        found = {series["metric"]["pod"] for series in query(prometheus_url(scenario), promql)}
+        assert pods <= found, f"no per-pod CPU series for {sorted(pods - found)}"
+
+    eventually(every_pod, attempts=18, pause=5.0)
+
+
+def test_the_probe_reports_every_resource_of_every_worker_within_0_and_1(scenario: dict[str, Any]) -> None:
+    def reported() -> None:
+        series = query(prometheus_url(scenario), "interference_probe_pressure")
+        found = {(s["metric"]["node"], s["metric"]["resource"]): float(s["value"][1]) for s in series}
+        wanted = {(node, resource) for node in worker_names(scenario) for resource in RESOURCES}
+        assert wanted <= set(found), f"no probe pressure for {sorted(wanted - set(found))}"
+        assert all(0 <= value <= 1 for value in found.values()), found
+
+    eventually(reported, attempts=12, pause=5.0)
 
 
 def test_grafana_answers_on_localhost_with_the_stored_password_not_the_default(
     scenario: dict[str, Any], offline: bool
 ) -> None:
-    require_monitoring(offline)
+    require_grafana(offline)
     health = eventually(lambda: grafana(scenario, "/api/health"))
     assert health["database"] == "ok"
     assert PASSWORD_FILE.stat().st_mode & 0o777 == 0o600
@@ -341,7 +438,7 @@ def test_grafana_answers_on_localhost_with_the_stored_password_not_the_default(
 
 
 def test_grafana_loaded_the_interference_overview_dashboard(scenario: dict[str, Any], offline: bool) -> None:
-    require_monitoring(offline)
+    require_grafana(offline)
     dashboard = eventually(lambda: grafana(scenario, "/api/dashboards/uid/interference-overview"))["dashboard"]
     assert dashboard["title"] == "Interference overview"
 
@@ -349,13 +446,13 @@ def test_grafana_loaded_the_interference_overview_dashboard(scenario: dict[str, 
 def test_prometheus_sees_the_app_and_type_pod_labels(
     scenario: dict[str, Any], declared: dict[str, dict[str, Any]], offline: bool
 ) -> None:
-    require_monitoring(offline)
-    query = urllib.parse.quote(
+    require_grafana(offline)
+    promql = urllib.parse.quote(
         f'kube_pod_labels{{namespace="{scenario["namespace"]}",label_interference_orchestrator_type!=""}}'
     )
 
     def labelled_apps() -> set[tuple[str, str]]:
-        body = grafana(scenario, f"/api/datasources/proxy/uid/prometheus/api/v1/query?query={query}")
+        body = grafana(scenario, f"/api/datasources/proxy/uid/prometheus/api/v1/query?query={promql}")
         found = {
             (r["metric"]["label_app_kubernetes_io_name"], r["metric"]["label_interference_orchestrator_type"])
             for r in body["data"]["result"]

@@ -37,14 +37,17 @@ def render_config(tmp_path: Path, **extra: Any) -> dict[str, Any]:
     return yaml.safe_load((out / f"kind-{name}.yaml").read_text())
 
 
-def test_default_config_has_one_control_plane_two_workers_and_grafana_on_localhost_3000(tmp_path: Path) -> None:
+def test_default_config_has_one_control_plane_two_workers_grafana_on_3000_and_prometheus_on_9090(
+    tmp_path: Path,
+) -> None:
     config = render_config(tmp_path)
     assert config["kind"] == "Cluster"
     assert config["apiVersion"] == "kind.x-k8s.io/v1alpha4"
     assert config["name"] == "cluster-kind"
     assert [node["role"] for node in config["nodes"]] == ["control-plane", "worker", "worker"]
     assert config["nodes"][0]["extraPortMappings"] == [
-        {"containerPort": 30300, "hostPort": 3000, "listenAddress": "127.0.0.1", "protocol": "TCP"}
+        {"containerPort": 30300, "hostPort": 3000, "listenAddress": "127.0.0.1", "protocol": "TCP"},
+        {"containerPort": 30090, "hostPort": 9090, "listenAddress": "127.0.0.1", "protocol": "TCP"},
     ]
     assert all("extraPortMappings" not in node for node in config["nodes"][1:])
     assert all("image" not in node for node in config["nodes"])
@@ -58,12 +61,16 @@ def test_worker_count_name_ports_and_image_follow_the_variables(tmp_path: Path, 
         cluster_workers=workers,
         grafana_node_port=31000,
         grafana_host_port=8300,
+        prometheus_node_port=31090,
+        prometheus_host_port=8390,
         kind_cluster_node_image="kindest/node:v1.34.0",
     )
     assert config["name"] == "bench"
     assert [node["role"] for node in config["nodes"]] == ["control-plane"] + ["worker"] * workers
     mapping = config["nodes"][0]["extraPortMappings"][0]
     assert (mapping["containerPort"], mapping["hostPort"]) == (31000, 8300)
+    prometheus = config["nodes"][0]["extraPortMappings"][1]
+    assert (prometheus["containerPort"], prometheus["hostPort"]) == (31090, 8390)
     assert {node["image"] for node in config["nodes"]} == {"kindest/node:v1.34.0"}
 
 
@@ -237,6 +244,8 @@ def test_delete_removes_the_cluster_once(tmp_path: Path, stub_env: dict[str, Any
         ({"cluster_name": "Bad_Name"}, "cluster_name"),
         ({"cluster_workers": 0}, "cluster_workers"),
         ({"grafana_node_port": 3000}, "kind_cluster_grafana_node_port"),
+        ({"prometheus_node_port": 30300}, "kind_cluster_prometheus_node_port"),
+        ({"prometheus_host_port": 3000}, "kind_cluster_prometheus_host_port"),
     ],
 )
 def test_bad_inputs_fail_before_kind_runs(

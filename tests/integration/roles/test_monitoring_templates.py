@@ -320,5 +320,76 @@ def test_auto_on_kind_installs_and_says_why(tmp_path: Path) -> None:
     assert run.returncode == 0, run.report
     assert run.messages()[0] == (
         "monitoring: install (auto on kind): kube-prometheus-stack 83.4.3 as release kube-prometheus-stack in"
-        " namespace monitoring, with the Interference overview dashboard."
+        " namespace monitoring, with the Interference overview dashboard and the interference probe (release"
+        " interference-probe, a PodMonitor); chosen because a registry answers (image source registry)."
     )
+
+
+def test_offline_on_kind_chooses_the_offline_chart_says_why_and_that_grafana_is_not_installed(tmp_path: Path) -> None:
+    run = run_playbook(
+        tmp_path,
+        role_play(),
+        {
+            "cluster_provider_resolved": "kind",
+            "cluster_provider_image_source": "offline",
+            "kind_cluster_exists": False,
+            "cluster_kubeconfig": str(tmp_path / "missing-kubeconfig"),
+        },
+        check=True,
+    )
+    assert run.returncode == 0, run.report
+    line = run.messages()[0]
+    assert line.startswith("monitoring: install (auto on kind): the collection's offline chart as release"
+                           " interference-monitoring in namespace monitoring: Prometheus 2.42 and node-exporter"), line
+    assert "chosen because the image source is offline" in line
+    assert "Grafana is not installed: it is AGPL-licensed and cannot be had offline here" in line
+    assert any("the cluster does not exist yet; a real run would build the Prometheus and probe images" in m
+               for m in run.messages())
+    assert run.stats["changed"] == 0
+
+
+def test_offline_on_an_existing_cluster_without_a_registry_is_skipped_with_the_reason(tmp_path: Path) -> None:
+    run = run_playbook(
+        tmp_path,
+        role_play(),
+        {
+            "cluster_provider_resolved": "existing",
+            "cluster_provider_image_source": "offline",
+            "monitoring_mode": "install",
+            "cluster_kubeconfig": str(tmp_path / "missing-kubeconfig"),
+        },
+    )
+    assert run.returncode == 0, run.report
+    (line,) = run.messages()
+    assert line.startswith("monitoring: skipped on existing: the image source is offline"), line
+    assert "without images_registry" in line
+
+
+@pytest.mark.parametrize(
+    ("bad", "named"),
+    [
+        ({"monitoring_probe_interval": "100ms"}, "monitoring_probe_interval 100ms must be longer than"
+                                                 " monitoring_probe_duration 100ms"),
+        ({"monitoring_probe_duration": "ten"}, "monitoring_probe_duration ten is not a duration"),
+        ({"monitoring_probe_memory_bytes": 268435456}, "do not fit monitoring_probe_memory_limit 128Mi"),
+        ({"monitoring_probe_memory_bytes": 4096}, "monitoring_probe_memory_bytes 4096 must be larger than"),
+    ],
+)
+def test_probe_settings_out_of_range_are_refused_before_anything_is_applied(
+    tmp_path: Path, bad: dict[str, Any], named: str
+) -> None:
+    run = run_playbook(
+        tmp_path,
+        role_play(),
+        {
+            "cluster_provider_resolved": "kind",
+            "cluster_provider_image_source": "offline",
+            # A real (not check) run: it must stop before building or applying anything.
+            "cluster_kubeconfig": str(tmp_path / "missing-kubeconfig"),
+            **bad,
+        },
+    )
+    assert run.returncode != 0
+    assert named in json.dumps(run.report)
+    assert run.stats["changed"] == 0
+    assert not run.results("Name the Prometheus image")

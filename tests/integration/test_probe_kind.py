@@ -1,0 +1,122 @@
+"""The interference probe in a real kind cluster, built offline: what a stressor does to it.
+
+Creates its own kind cluster through site.yml (cluster_name mon-probe-<xdist
+worker>, one control plane and two isolated workers, image_source offline:
+the node image, the workload images, the offline monitoring chart with the
+probe at a 5 s interval), then runs playbooks/isolation.yml with a CPU and a
+memory-bandwidth stressor on each worker in turn, and reads its results.json:
+
+- a CPU stressor on a worker raises that worker's CPU pressure clearly above
+  the other's, within two probe intervals (read from the probe round that
+  measured it, so scrape and query delays do not count);
+- a memory-bandwidth stressor moves the memory signal and barely moves the
+  CPU-share signal of the idle neighbour (the workers share one host's memory
+  bus, so "another node" does not isolate memory bandwidth here).
+
+Every measured figure is printed (pytest -s, or in the failure message), so
+what the physics did is on record even when an assertion fails. Deletes the
+cluster at the end. Needs a Docker engine and kind in .cache/bin.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ansible_collections.interference.orchestrator.plugins.module_utils.isolation import matrices
+
+from .test_experiment_kind import TOOLS_BIN, VENV_BIN, docker_answers, free_port, tail
+
+REPO = Path(__file__).resolve().parents[2]
+WORKER = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+CLUSTER = f"mon-probe-{WORKER}"
+# The probe's interval here (shorter than the default 10 s, to keep the test short); Prometheus scrapes as often.
+INTERVAL_S = 5
+# "Clearly above": the stressed worker's mean CPU pressure exceeds the other's by this much.
+CLEAR_MARGIN = 0.3
+# "Barely moves": the idle neighbour's CPU pressure under a memory stressor stays within this of its baseline.
+BARELY = 0.15
+
+pytestmark = [
+    pytest.mark.cluster,
+    pytest.mark.kind,
+    pytest.mark.skipif(not docker_answers(), reason="no Docker engine answers (`docker info`): kind cannot run"),
+    pytest.mark.skipif(not (TOOLS_BIN / "kind").exists(), reason="no kind in .cache/bin: run `make tools` first"),
+]
+
+
+def playbook(env: dict[str, str], path: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    args = [str(VENV_BIN / "ansible-playbook"), path, "-e", "cluster_provider=kind", "-e", f"cluster_name={CLUSTER}",
+            "-e", "image_source=offline", "-e", "cluster_workers=2", *extra]
+    if os.environ.get("KIND_NODE_IMAGE"):
+        args += ["-e", f"kind_cluster_node_image={os.environ['KIND_NODE_IMAGE']}"]
+    return subprocess.run(args, cwd=REPO, env=env, capture_output=True, text=True, check=False)
+
+
+@pytest.fixture(scope="module")
+def isolation(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    home = tmp_path_factory.mktemp("mon-kind")
+    env = {
+        **os.environ,
+        "PATH": f"{TOOLS_BIN}:{VENV_BIN}:{os.environ.get('PATH', '')}",
+        "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
+        "KUBECONFIG": str(home / "kubeconfig"),
+    }
+    prometheus_port = free_port()
+    ports = ["-e", f"grafana_host_port={free_port()}", "-e", f"prometheus_host_port={prometheus_port}"]
+    try:
+        created = playbook(env, "site.yml", "--tags", "cluster,labels,monitoring,images", *ports,
+                           "-e", f"monitoring_probe_interval={INTERVAL_S}s",
+                           "-e", f"monitoring_offline_scrape_interval={INTERVAL_S}s")
+        assert created.returncode == 0, tail(created)
+        stressors = {"cpu": ["bash", "-c", "while :; do :; done"],
+                     "memory_bandwidth": ["mbw", "-q", "-t0", "-n", "100000000", "256"]}
+        settings = {"isolation_stressors": stressors, "isolation_output_root": str(home / "out"),
+                    "isolation_stress_s": 30, "isolation_warmup_s": 2 * INTERVAL_S,
+                    "isolation_settle_s": 2 * INTERVAL_S, "isolation_step_s": INTERVAL_S}
+        measured = playbook(env, "playbooks/isolation.yml", *ports, "-e", json.dumps(settings))
+        assert measured.returncode == 0, tail(measured)
+        (results_file,) = (home / "out").glob("*/results.json")
+        results = json.loads(results_file.read_text())
+        computed = matrices(results)
+        print(json.dumps({k: computed[k] for k in ("matrix", "baseline", "first_rise_s", "first_rise_round_s")},
+                         indent=1))
+        yield {"results": results, "computed": computed, "dir": results_file.parent}
+    finally:
+        subprocess.run([str(VENV_BIN / "ansible-playbook"), "playbooks/teardown.yml", "-e", "cluster_provider=kind",
+                        "-e", f"cluster_name={CLUSTER}"], cwd=REPO, env=env, capture_output=True, check=False)
+
+
+def test_a_cpu_stressor_raises_its_workers_cpu_pressure_clearly_above_the_other_within_two_intervals(
+    isolation: dict[str, Any],
+) -> None:
+    computed = isolation["computed"]
+    for stressed, row in computed["matrix"]["cpu"].items():
+        (other,) = [n for n in computed["nodes"] if n != stressed]
+        assert row[stressed] >= row[other] + CLEAR_MARGIN, (stressed, computed["matrix"]["cpu"])
+        rise = computed["first_rise_round_s"]["cpu"][stressed]
+        assert rise is not None and rise <= 2 * INTERVAL_S, (stressed, rise, computed["first_rise_s"]["cpu"])
+
+
+def test_a_memory_stressor_moves_the_memory_signal_and_barely_the_idle_neighbours_cpu_share(
+    isolation: dict[str, Any],
+) -> None:
+    computed = isolation["computed"]
+    baseline = computed["baseline"]
+    for stressed, observed in computed["response"]["memory_bandwidth"].items():
+        (neighbour,) = [n for n in computed["nodes"] if n != stressed]
+        moved = max(observed[n]["memory_bandwidth"] - baseline[n]["memory_bandwidth"] for n in computed["nodes"])
+        assert moved > BARELY, (stressed, observed, baseline)
+        cpu_change = observed[neighbour]["cpu"] - baseline[neighbour]["cpu"]
+        assert cpu_change <= BARELY, (stressed, neighbour, observed[neighbour], baseline[neighbour])
+
+
+def test_the_report_and_heatmap_are_written_beside_results_json(isolation: dict[str, Any]) -> None:
+    run_dir: Path = isolation["dir"]
+    assert "## Stressor `cpu`" in (run_dir / "report.md").read_text()
+    assert (run_dir / "heatmap.png").read_bytes().startswith(b"\x89PNG")
