@@ -104,6 +104,10 @@ def plan_apps(
     return result
 
 
+# Nodes the table names as left out (the report lists them all).
+LEFT_OUT_LISTED = 20
+
+
 def _format_score(score: float) -> str:
     return f"{score:g}"
 
@@ -118,7 +122,9 @@ def placement_table(
     report's `interference_by_app` of that node. Apps left to the
     scheduler extender get one row naming `scheduler_name`, apps left to the
     plugins build one naming `plugins_scheduler_name`. The last lines are
-    the plan's warning, when it has one, and its total interference (score).
+    the nodes left out for a reason of their own (NotReady, tainted, full:
+    placement.left_out), the plan's warning, when it has one, and its total
+    interference (score).
     """
     report = planned.get("report") or {}
     by_node = {node["name"]: node.get("interference_by_app") or {} for node in report.get("nodes") or []}
@@ -140,6 +146,11 @@ def placement_table(
             rows.append([entry["name"], entry["type_label"], f"chosen by {chooser}", "-"])
     widths = [max(len(row[column]) for row in rows) for column in range(4)]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
+    left_out = report.get("left_out") or []
+    for entry in left_out[:LEFT_OUT_LISTED]:
+        lines.append(f"LEFT OUT: {entry['node']}: {entry['reason']}")
+    if len(left_out) > LEFT_OUT_LISTED:
+        lines.append(f"LEFT OUT: and {len(left_out) - LEFT_OUT_LISTED:,} more nodes")
     if report.get("warning"):
         lines.append(f"WARNING: {report['warning']}")
     lines.append(f"Total interference: {_format_score(report.get('total_interference', 0))}")

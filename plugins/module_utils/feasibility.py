@@ -2,14 +2,15 @@
 
 Every search of the engine (the greedy pass, the local search, the
 annealing's relocations and swaps, the exact search) and the check of the
-replicas kept from `previous` ask `Feasibility.reason`; nothing else decides
-what fits.
+replicas kept from `previous` ask `Feasibility.check` (`check_swap` for a
+swap, `reason` for the words); nothing else decides what fits.
 
 Two parts, in kube-scheduler's order:
-- `static_reject_reason`: what can never change during a run (the `node`
-  pin, `node_selector` labels, a node that can never hold the request at
-  all). It is evaluated once per distinct app shape when the engine builds
-  its eligible node lists (search.py), so the hot loops only look up a set.
+- `static_reject_reason`: what can never change during a run (a NotReady
+  node, the `node` pin, `node_selector` labels, taints the app does not
+  tolerate, a node that can never hold the request at all). It is
+  evaluated once per distinct app shape when Feasibility builds the eligible
+  node lists, so the hot loops only look up a set.
 - the usage of the node now: pods, cpu, memory and GPUs requested so far
   against its capacity, and the spread cap (at most ceil(replicas / eligible
   nodes) replicas of one app per node); for a swap, of both replicas at once.
@@ -23,17 +24,29 @@ from dataclasses import replace
 from typing import Any
 
 from .model import App, Node
+from .schema import untolerated
 
 # A capacity the node does not state (None): larger than any sum of requests.
 UNBOUNDED = 1 << 62
 
 def static_reject_reason(app: App, node: Node) -> str | None:
-    """Why the node can never take a replica of `app` (pin, labels, size), or None."""
+    """Why the node can never take a replica of `app` (NotReady, pin, labels, taints, size), or None.
+
+    As kube-scheduler filters: a taint with effect NoSchedule or NoExecute
+    keeps the replica off unless one of the app's tolerations tolerates it;
+    PreferNoSchedule does not.
+    """
+    if not node.ready:
+        return "not ready"
     if app.pinned_node is not None and app.pinned_node != node.name:
         return f"not the pinned node {app.pinned_node}"
     for key, value in app.node_selector:
         if node.labels.get(key) != value:
             return f"missing label {key}={value}"
+    taint = untolerated(app.tolerations, node.taints) if node.taints else None
+    if taint is not None:
+        key, value, effect = taint
+        return f"untolerated taint {key}{'=' + value if value else ''}:{effect}"
     if app.gpus and node.gpus < app.gpus:
         return "insufficient nvidia.com/gpu"
     if node.pods is not None and node.pods < 1:
@@ -111,12 +124,12 @@ class Feasibility:
     def _eligible_nodes(self, app: App) -> list[int]:
         """The nodes that can ever take a replica of `app`, one shared list per distinct answer.
 
-        The pin, labels and GPUs are checked once per distinct combination;
+        The pin, labels, taints and GPUs are checked once per distinct combination;
         requests are then checked only when some of those nodes are smaller
         than the request, so apps that differ only in requests that fit every
         node cost nothing per node.
         """
-        key = (app.pinned_node, app.node_selector, app.gpus, app.cpu_millicores, app.memory_bytes)
+        key = (app.pinned_node, app.node_selector, app.tolerations, app.gpus, app.cpu_millicores, app.memory_bytes)
         cached = self._eligibility_cache.get(key)
         if cached is None:
             placeable, smallest_cpu, smallest_memory = self._placeable(app)
@@ -129,8 +142,9 @@ class Feasibility:
         return cached
 
     def _placeable(self, app: App) -> tuple[list[int], float, float]:
-        """Nodes matching the app's pin, labels and GPUs, with their smallest cpu and memory (inf: unbounded)."""
-        key = (app.pinned_node, app.node_selector, app.gpus)
+        """Nodes matching the app's pin, labels, tolerations and GPUs, with their smallest cpu and memory (inf:
+        unbounded)."""
+        key = (app.pinned_node, app.node_selector, app.tolerations, app.gpus)
         cached = self._placeable_cache.get(key)
         if cached is None:
             unsized = replace(app, cpu_millicores=0, memory_bytes=0)

@@ -149,6 +149,14 @@ def resources(item: Mapping[str, Any]) -> dict[str, Any]:
     return result
 
 
+def tolerations(toleration: Mapping[str, Any]) -> dict[str, Any]:
+    """One toleration of the pod spec, as the app gave it (checked by schema.toleration); the value as text."""
+    result = {key: value for key, value in toleration.items() if value is not None}
+    if "value" in result:
+        result["value"] = str(result["value"])
+    return result
+
+
 def container(item: Mapping[str, Any], settings: DeploymentSettings) -> dict[str, Any]:
     """The app's one container."""
     result: dict[str, Any] = {
@@ -212,7 +220,7 @@ def deployment(entry: Mapping[str, Any], settings: DeploymentSettings) -> dict[s
         pod["schedulerName"] = settings.plugins_scheduler_name if scheduler == PLUGINS else settings.scheduler_name
     pod.update(pinning(item, [] if entry["extender"] else entry["nodes"]))
     if item.get("tolerations"):
-        pod["tolerations"] = [dict(toleration) for toleration in item["tolerations"]]
+        pod["tolerations"] = [tolerations(toleration) for toleration in item["tolerations"]]
     pod["containers"] = [container(item, settings)]
     spec: dict[str, Any] = {"replicas": schema.whole_number(item.get("replicas", 1), "replicas", 1, 2**31)}
     if not entry["extender"]:

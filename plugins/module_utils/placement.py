@@ -64,7 +64,7 @@ from .errors import AppInputError, InputError, InterferenceError
 from .feasibility import static_reject_reason, unschedulable_message
 from .interference import EPSILON, Profile, dot, interference_lower_bound, pair_reason
 from .model import App, Node, parse_apps, parse_flag, parse_nodes
-from .schema import got, shown
+from .schema import got, shown, untolerated
 from .search import (
     ANNEAL_SEED,
     EXACT_SEARCH_MAX_REPLICAS,
@@ -187,7 +187,42 @@ class Plan:
             "kept": list(self.kept),
             "moved": list(self.moved),
             "warning": self.warning(),
+            "left_out": left_out(self.apps, self.nodes, self.assignment),
         }
+
+
+def left_out(apps: Sequence[App], nodes: Sequence[Node], assignment: Sequence[Sequence[int]]) -> list[dict[str, str]]:
+    """The nodes that got no replica for a reason of their own, each {node, reason}, in node order.
+
+    NotReady; tainted (NoSchedule or NoExecute) with no app tolerating the
+    taint; or full: what other pods leave free of its pods, cpu or memory is
+    less than the smallest request of any app. A node that is simply not
+    needed is not listed. Linear in apps and nodes.
+    """
+    used = {node_index for replicas in assignment for node_index in replicas}
+    toleration_sets = {app.tolerations for app in apps}
+    smallest_cpu = min((app.cpu_millicores for app in apps), default=0)
+    smallest_memory = min((app.memory_bytes for app in apps), default=0)
+    found = []
+    for node in nodes:
+        if node.index in used:
+            continue
+        reason = None
+        untolerated_taints = [untolerated(tolerations, node.taints) for tolerations in toleration_sets or {()}]
+        if not node.ready:
+            reason = "NotReady"
+        elif node.taints and all(taint is not None for taint in untolerated_taints):
+            key, value, effect = next(taint for taint in untolerated_taints if taint is not None)
+            reason = f"tainted {key}{'=' + value if value else ''}:{effect}, which no app tolerates"
+        elif node.pods is not None and node.pods < 1:
+            reason = "full: other pods take all its pods"
+        elif node.cpu_millicores is not None and node.cpu_millicores < smallest_cpu:
+            reason = f"full: {node.cpu_millicores}m cpu free, the smallest app requests {smallest_cpu}m"
+        elif node.memory_bytes is not None and node.memory_bytes < smallest_memory:
+            reason = f"full: {node.memory_bytes:,} bytes of memory free, the smallest app requests {smallest_memory:,}"
+        if reason is not None:
+            found.append({"node": node.name, "reason": reason})
+    return found
 
 
 @dataclass

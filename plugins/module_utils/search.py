@@ -475,7 +475,8 @@ class _Engine:
         choice: list[int] = []
         budget = [EXACT_SEARCH_BUDGET]
         signatures = [
-            (tuple(sorted(node.labels.items())), node.cpu_millicores, node.memory_bytes, node.pods, node.gpus)
+            (tuple(sorted(node.labels.items())), node.cpu_millicores, node.memory_bytes, node.pods, node.gpus,
+             node.taints, node.ready)
             for node in self.nodes
         ]
 
