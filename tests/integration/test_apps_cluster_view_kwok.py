@@ -132,8 +132,9 @@ def test_the_run_avoids_the_tainted_node_and_fits_what_other_pods_leave(cluster:
     assert f"LEFT OUT: {TAINTED}: tainted dedicated=gpu:NoSchedule, which no app tolerates" in printed
 
 
-@pytest.mark.xfail(reason="seen once on this branch: the second run reported changed=1; the task that changed "
-                          "is not yet identified (see the engine branch report)", strict=False)
+@pytest.mark.xfail(reason="flaky on the shared machine: passed once, and twice the second run found the "
+                          "namespace missing (k8s method: create) and created it and the Deployments anew; not yet "
+                          "explained (see the engine branch report)", strict=False)
 def test_the_rerun_changes_nothing(cluster: Cluster) -> None:
     again = cluster.run(APPS)
     assert again.returncode == 0, failed_output(again)
