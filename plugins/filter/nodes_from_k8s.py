@@ -16,12 +16,12 @@ description:
   - Takes the C(resources) of a M(kubernetes.core.k8s_info) lookup of kind Node and returns
     C({name, labels, allocatable}) per node, with allocatable C(cpu), C(memory), C(pods) and C(nvidia.com/gpu).
   - Cordoned nodes (C(spec.unschedulable)) are left out, as kube-scheduler leaves them out.
-  - A node with taints gets C(taints) (C(key), C(value), C(effect) of each): the placement keeps apps off a
+  - A node with taints gets C(taints) (C(key), C(value), C(effect) of each); the placement keeps apps off a
     V(NoSchedule) or V(NoExecute) taint unless the app tolerates it (C(tolerations)); V(PreferNoSchedule) does not
-    block. A node whose C(Ready) condition is not V(True) gets C(ready=false): nothing is placed there, and the
+    block. A node whose C(Ready) condition is not V(True) gets C(ready=false); nothing is placed there, and the
     placement report says so.
   - Given O(pods), each node gets C(requested), what the pods bound to it that this collection does not manage
-    request (C(cpu), C(memory), C(nvidia.com/gpu), and C(pods), their count); the placement subtracts it from
+    request (C(cpu), C(memory), C(nvidia.com/gpu), and C(pods), their count), which the placement subtracts from
     C(allocatable). The app pods in O(managed_namespace) are not counted, as the plan places them. Pods without a
     node and finished pods (V(Succeeded), V(Failed)) are not counted; more than 150,000 pods is an error.
   - A malformed object fails naming its index in the input (C(resources[3])), its name and the field
