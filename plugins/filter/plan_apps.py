@@ -16,8 +16,10 @@ author: interference.orchestrator maintainers
 description:
   - The one placement call of the apps role per run. It validates every app (an error names the app by its index
     in the input and the field), places the apps whose C(scheduler) is not V(extender) as
-    P(interference.orchestrator.place#filter) does, and returns per app the facts the Deployment template and the
+    P(interference.orchestrator.place#filter) does, and returns per app the facts its Deployment and the
     schedulers read, with the report of P(interference.orchestrator.placement_report#filter).
+  - Given O(deployment), the apps role's settings, it also returns C(manifests), the Deployment of every app, which
+    the apps role applies as they are.
   - C(profile_annotation) is the value of the pod annotation C(interference.orchestrator/profile), a JSON object
     resource to pressure, the same for apps given by C(type) and by C(profile). The scheduler extender reads it.
   - When the plan still has interference it emits a warning naming the colliding apps; O(strict=true) makes that an
@@ -48,6 +50,15 @@ options:
     description: Fail instead of warning when the plan still has interference.
     type: bool
     default: false
+  deployment:
+    description:
+      - The settings every Deployment is built with. Without it the result has no C(manifests).
+      - C(namespace) (required), C(command) (required, the container command of apps that give none),
+        C(security_context) (the container securityContext each app's own is merged over),
+        C(automount_service_account_token), C(scheduler_name) and C(plugins_scheduler_name) (the schedulerName of
+        apps with C(scheduler=extender) and C(scheduler=plugins)), and C(image_refs) (image to the reference to use
+        instead).
+    type: dict
 """
 
 EXAMPLES = r"""
@@ -84,6 +95,14 @@ _value:
     report:
       description: The report of the placed apps, as P(interference.orchestrator.placement_report#filter) returns it.
       type: dict
+    manifests:
+      description:
+        - With O(deployment) only. One apps/v1 Deployment per app, in the order of C(apps). Pinned apps get a
+          C(kubernetes.io/hostname) nodeSelector (one planned node) or a required node affinity and a topology
+          spread whose maxSkew is the plan's own (several), and the Recreate strategy; apps left to a scheduler
+          get its schedulerName. Every pod carries the type label and the profile annotation.
+      type: list
+      elements: dict
 """
 
 
@@ -93,9 +112,13 @@ def plan_apps(
     previous: dict[str, Any] | None = None,
     rebalance: bool = False,
     strict: bool = False,
+    *,
+    deployment: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Return {apps, report} for one run of the apps role."""
-    plan = run_engine(compute_plan, apps, nodes, previous=previous, rebalance=rebalance, strict=strict)
+    """Return {apps, report} (and `manifests` given `deployment`) for one run of the apps role."""
+    plan = run_engine(
+        compute_plan, apps, nodes, previous=previous, rebalance=rebalance, strict=strict, deployment=deployment
+    )
     warning = plan["report"]["warning"]
     if warning:
         Display().warning(f"interference.orchestrator.plan_apps: {warning}")

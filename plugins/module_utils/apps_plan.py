@@ -3,9 +3,11 @@
 `plan_apps` is the only place the role computes a plan. It validates the whole
 app list first (so an error names the app by its index in `apps`, as the user
 wrote it), places the apps that are not left to the scheduler extender, and
-returns per app what the Deployment template and the schedulers need: its
-planned nodes, its type label and its profile, with the profile annotation
-exactly as the scheduler extender and the Go plugin read it (contract.py).
+returns per app what its Deployment and the schedulers need: its planned
+nodes, its type label and its profile, with the profile annotation exactly as
+the scheduler extender and the Go plugin read it (contract.py). Given the
+apps role's settings, it also returns the Deployments themselves
+(manifests.py), which the role applies as they are.
 
 `placement_table` turns that result into the lines the role prints.
 """
@@ -19,12 +21,9 @@ from typing import Any
 from .cluster_state import MANAGED_ANNOTATIONS_MAX_BYTES, annotations_size, deployment_annotations
 from .contract import profile_annotation, profile_mapping
 from .errors import AppInputError, InterferenceError
+from .manifests import PLUGINS, deployments, parse_settings
 from .model import App, normalised_item, parse_apps, parse_flag, parse_nodes
 from .placement import plan_placement
-
-# The `scheduler` of apps left to the scheduler-framework plugins build (the
-# other value, `extender`, names the scheduler extender: model.SCHEDULERS).
-PLUGINS = "plugins"
 
 
 def _facts(item: dict[str, Any], app: App, nodes: list[str] | None) -> dict[str, Any]:
@@ -53,7 +52,8 @@ def _facts(item: dict[str, Any], app: App, nodes: list[str] | None) -> dict[str,
 
 
 def plan_apps(
-    items: object, nodes: object, previous: object = None, rebalance: object = False, strict: object = False
+    items: object, nodes: object, previous: object = None, rebalance: object = False, strict: object = False, *,
+    deployment: object = None,
 ) -> dict[str, Any]:
     """Check every app, place the pinned ones, and return the plan with its report.
 
@@ -67,7 +67,9 @@ def plan_apps(
     (that profile as the JSON of the pod annotation) and `annotations` (those
     of its Deployment: cluster_state.deployment_annotations, at most
     MANAGED_ANNOTATIONS_MAX_BYTES). `report` is Plan.report() of the pinned
-    apps (an empty plan when none).
+    apps (an empty plan when none). With `deployment`, the role's settings
+    (manifests.SETTINGS_FIELDS), the result also holds `manifests`: one
+    Deployment per app, in the order of `apps` (manifests.deployments).
 
     Raises AppInputError / NodeInputError, UnschedulableError, and in strict
     mode InterferenceError, as `placement.place` does.
@@ -76,6 +78,7 @@ def plan_apps(
     node_list = parse_nodes(nodes)
     rebalance = parse_flag(rebalance, "rebalance")
     strict = parse_flag(strict, "strict")
+    settings = None if deployment is None else parse_settings(deployment)
     raw = list(items) if isinstance(items, Sequence) else []
     pinned = [app for app in apps if app.scheduler is None]
     try:
@@ -94,10 +97,15 @@ def plan_apps(
         if warning:
             raise InterferenceError(f"strict placement: {warning}")
     planned = {app.name: plan.node_names(position) for position, app in enumerate(pinned)}
-    return {
-        "apps": [_facts(normalised_item(raw[app.index]), app, planned.get(app.name)) for app in apps],
-        "report": plan.report(),
-    }
+    entries = [_facts(normalised_item(raw[app.index]), app, planned.get(app.name)) for app in apps]
+    result: dict[str, Any] = {"apps": entries, "report": plan.report()}
+    if settings is not None:
+        result["manifests"] = deployments(entries, settings)
+    return result
+
+
+# Nodes the table names as left out (the report lists them all).
+LEFT_OUT_LISTED = 20
 
 
 def _format_score(score: float) -> str:
@@ -114,7 +122,9 @@ def placement_table(
     report's `interference_by_app` of that node. Apps left to the
     scheduler extender get one row naming `scheduler_name`, apps left to the
     plugins build one naming `plugins_scheduler_name`. The last lines are
-    the plan's warning, when it has one, and its total interference (score).
+    the nodes left out for a reason of their own (NotReady, tainted, full:
+    placement.left_out), the plan's warning, when it has one, and its total
+    interference (score).
     """
     report = planned.get("report") or {}
     by_node = {node["name"]: node.get("interference_by_app") or {} for node in report.get("nodes") or []}
@@ -136,6 +146,11 @@ def placement_table(
             rows.append([entry["name"], entry["type_label"], f"chosen by {chooser}", "-"])
     widths = [max(len(row[column]) for row in rows) for column in range(4)]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
+    left_out = report.get("left_out") or []
+    for entry in left_out[:LEFT_OUT_LISTED]:
+        lines.append(f"LEFT OUT: {entry['node']}: {entry['reason']}")
+    if len(left_out) > LEFT_OUT_LISTED:
+        lines.append(f"LEFT OUT: and {len(left_out) - LEFT_OUT_LISTED:,} more nodes")
     if report.get("warning"):
         lines.append(f"WARNING: {report['warning']}")
     lines.append(f"Total interference: {_format_score(report.get('total_interference', 0))}")

@@ -52,6 +52,12 @@ class ClusterObjectError(InputError):
     collection = "resources"
 
 
+class PodObjectError(ClusterObjectError):
+    """A Pod of the k8s_info result on the cluster's pods is malformed."""
+
+    collection = "pods"
+
+
 class UnschedulableError(PlacementError):
     """An app fits no node; the message gives the reason per node, kube-scheduler style."""
 

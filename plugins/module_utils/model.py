@@ -23,6 +23,7 @@ from decimal import Decimal
 from typing import Any
 
 from . import schema
+from .cluster_state import requested_by_node
 from .contract import CUSTOM_TYPE
 from .errors import AppInputError, ClusterObjectError, InputError, NodeInputError
 from .interference import PRESSURE_DIMENSIONS, TYPE_PROFILES, Profile, profile_for_type, profile_from_mapping
@@ -33,9 +34,11 @@ GPU_RESOURCE = "nvidia.com/gpu"
 # The fields of an app and of a node given as a mapping; anything else is a typo.
 APP_FIELDS: tuple[str, ...] = (
     "name", "image", "type", "profile", "profile_from", "replicas", "resources", "gpus", "node_selector", "node",
-    "command", "args", "env", "scheduler", "security_context",
+    "command", "args", "env", "scheduler", "security_context", "tolerations",
 )
-NODE_FIELDS: tuple[str, ...] = ("name", "labels", "allocatable")
+# `taints`, `ready` and `requested` (what pods the plan does not manage already request there, subtracted
+# from `allocatable`) are what nodes_from_k8s reads from the cluster; a plain node has none of them.
+NODE_FIELDS: tuple[str, ...] = ("name", "labels", "allocatable", "taints", "ready", "requested")
 # `scheduler`: leave the app to the scheduler extender or to the scheduler-framework plugins build.
 SCHEDULERS: tuple[str, ...] = ("extender", "plugins")
 # `profile_from`: where a measured profile comes from (applied by the measured_profiles filter).
@@ -115,11 +118,19 @@ class App:
     type_label: str
     # `extender` or `plugins` when a scheduler places the app at pod creation, else None.
     scheduler: str | None = None
+    # (key, operator, value, effect) per toleration (schema.toleration).
+    tolerations: tuple[schema.Toleration, ...] = ()
 
 
 @dataclass
 class Node:
-    """One node. None for cpu/memory/pods means the node did not say (unbounded)."""
+    """One node. None for cpu/memory/pods means the node did not say (unbounded).
+
+    cpu, memory, pods and GPUs are what is free for the plan: allocatable
+    less what other pods already request there (`requested`, zero for a plain
+    node). `taints` are (key, value, effect); `ready` is false for a node
+    whose Ready condition is not True.
+    """
 
     index: int
     name: str
@@ -128,6 +139,8 @@ class Node:
     memory_bytes: int | None = None
     pods: int | None = None
     gpus: int = 0
+    taints: tuple[schema.Taint, ...] = ()
+    ready: bool = True
 
 
 def _profile(item: Mapping[Any, Any]) -> tuple[Profile, str]:
@@ -184,11 +197,22 @@ def _quantities(value: object, field: str) -> dict[str, object]:
 
 
 def _requests(item: Mapping[Any, Any]) -> tuple[int, int]:
-    """cpu (millicores) and memory (bytes) the app requests; `limits` are checked and written as given."""
+    """cpu (millicores) and memory (bytes) the app requests; `limits` are checked and written as given.
+
+    A limit below the request of the same resource is refused, as the API
+    server would refuse the Deployment's pods.
+    """
     resources = schema.mapping(item.get("resources"), "resources", "`requests` and `limits`")
     schema.check_known_keys(resources, RESOURCE_SECTIONS, "resources")
-    _quantities(resources.get("limits"), "resources.limits")
+    limits = _quantities(resources.get("limits"), "resources.limits")
     requests = _quantities(resources.get("requests"), "resources.requests")
+    for name, limit in limits.items():
+        if name in requests and schema.quantity(limit) < schema.quantity(requests[name]):
+            raise FieldError(
+                f"resources.limits.{name}",
+                f"{schema.shown(limit)} is below the request {schema.shown(requests[name])}: a limit must be at "
+                "least the request (Kubernetes refuses such a pod)",
+            )
     cpu = quantity_units(requests["cpu"], True) if "cpu" in requests else 0
     memory = quantity_units(requests["memory"], False) if "memory" in requests else 0
     return cpu, memory
@@ -252,6 +276,7 @@ def _app(index: int, name: str, item: Mapping[Any, Any]) -> App:
     for key in security_context:
         if not isinstance(key, str):
             raise FieldError(schema.join_path("security_context", key), "keys must be strings")
+    tolerations = schema.tolerations(item.get("tolerations"), "tolerations")
     _check_item_size(item)
     return App(
         index=index,
@@ -265,6 +290,7 @@ def _app(index: int, name: str, item: Mapping[Any, Any]) -> App:
         pinned_node=node,
         type_label=type_label,
         scheduler=scheduler,
+        tolerations=tolerations,
     )
 
 
@@ -335,16 +361,27 @@ def _node_quantity(allocatable: Mapping[str, object], key: str, millis: bool) ->
     return None if value is None else quantity_units(value, millis)
 
 
+def _free(allocatable: Mapping[str, object], requested: Mapping[str, object], key: str, millis: bool) -> int | None:
+    """What is free of one resource: allocatable less what other pods request (at least 0; None: unbounded)."""
+    total = _node_quantity(allocatable, key, millis)
+    if total is None:
+        return None
+    return max(0, total - (_node_quantity(requested, key, millis) or 0))
+
+
 def _node(index: int, name: str, item: Mapping[Any, Any]) -> Node:
     allocatable = _quantities(item.get("allocatable"), "allocatable")
+    requested = _quantities(item.get("requested"), "requested")
     return Node(
         index=index,
         name=name,
         labels=schema.labels(item.get("labels"), "labels"),
-        cpu_millicores=_node_quantity(allocatable, "cpu", True),
-        memory_bytes=_node_quantity(allocatable, "memory", False),
-        pods=_node_quantity(allocatable, "pods", False),
-        gpus=_node_quantity(allocatable, GPU_RESOURCE, False) or 0,
+        cpu_millicores=_free(allocatable, requested, "cpu", True),
+        memory_bytes=_free(allocatable, requested, "memory", False),
+        pods=_free(allocatable, requested, "pods", False),
+        gpus=_free(allocatable, requested, GPU_RESOURCE, False) or 0,
+        taints=schema.taints(item.get("taints"), "taints"),
+        ready=True if item.get("ready") is None else schema.flag(item["ready"], "ready"),
     )
 
 
@@ -376,8 +413,28 @@ def parse_nodes(items: object) -> list[Node]:
     return nodes
 
 
+def _ready(status: Mapping[object, object]) -> bool:
+    """False when the node's Ready condition says anything but True; a node with no Ready condition counts as ready
+    (the node lifecycle controller then taints it node.kubernetes.io/not-ready, which the taint rule reads)."""
+    conditions = status.get("conditions")
+    if conditions is None:
+        return True
+    if not isinstance(conditions, Sequence) or isinstance(conditions, (str, bytes)):
+        raise FieldError("status.conditions", f"must be a list of conditions, {schema.got(conditions)}")
+    for position, condition in enumerate(conditions):
+        if not isinstance(condition, Mapping):
+            raise FieldError(f"status.conditions[{position}]", f"must be a mapping, {schema.got(condition)}")
+        if condition.get("type") == "Ready":
+            return condition.get("status") == "True"
+    return True
+
+
 def _node_object(resource: object) -> dict[str, Any] | None:
-    """The engine's node mapping of one Node object, None when it is cordoned; FieldError on a malformed one."""
+    """The engine's node mapping of one Node object, None when it is cordoned; FieldError on a malformed one.
+
+    `taints` (key, value, effect of each) is there when the node has taints, `ready: false` when its Ready
+    condition is not True.
+    """
     if not isinstance(resource, Mapping):
         raise FieldError("(item)", f"must be a Kubernetes Node object (a mapping), {schema.got(resource)}")
     if resource.get("metadata") is None:
@@ -391,15 +448,38 @@ def _node_object(resource: object) -> dict[str, Any] | None:
     allocatable = schema.mapping(status.get("allocatable"), "status.allocatable", "resource to quantity")
     kept = {key: allocatable[key] for key in ("cpu", "memory", "pods", GPU_RESOURCE) if key in allocatable}
     _quantities(kept, "status.allocatable")
-    return {"name": name, "labels": schema.labels(metadata.get("labels"), "metadata.labels"), "allocatable": kept}
+    node: dict[str, Any] = {
+        "name": name, "labels": schema.labels(metadata.get("labels"), "metadata.labels"), "allocatable": kept,
+    }
+    raw_taints = spec.get("taints")
+    if isinstance(raw_taints, Sequence) and not isinstance(raw_taints, (str, bytes)):
+        # Only the fields the engine reads (the API server adds timeAdded to NoExecute taints).
+        raw_taints = [
+            {key: taint.get(key) for key in schema.TAINT_FIELDS if key in taint} if isinstance(taint, Mapping)
+            else taint
+            for taint in raw_taints
+        ]
+    found = schema.taints(raw_taints, "spec.taints")
+    if found:
+        node["taints"] = [
+            {"key": key, **({"value": value} if value else {}), "effect": effect} for key, value, effect in found
+        ]
+    if not _ready(status):
+        node["ready"] = False
+    return node
 
 
-def nodes_from_k8s(resources: object) -> list[dict[str, Any]]:
+def nodes_from_k8s(resources: object, pods: object = None, managed_namespace: object = None) -> list[dict[str, Any]]:
     """Turn `kubernetes.core.k8s_info` Node resources into the engine's node dicts.
 
-    Nodes marked unschedulable (cordoned) are left out, as kube-scheduler does.
-    A malformed object fails with a ClusterObjectError naming its index in
-    `resources`, its name and the field.
+    Nodes marked unschedulable (cordoned) are left out, as kube-scheduler
+    does; NotReady nodes are kept with `ready: false` (the engine places
+    nothing there and says so), tainted ones with their `taints`. With `pods`
+    (the k8s_info Pod resources of the cluster), each node gets `requested`:
+    what the pods bound to it that this collection does not manage request
+    (cluster_state.requested_by_node; the managed ones are the app pods in
+    `managed_namespace`). A malformed object fails with a ClusterObjectError
+    naming its index in `resources` (or `pods`), its name and the field.
     """
     objects = _check_list(resources, ClusterObjectError, "resources", MAX_NODES)
     result = []
@@ -418,6 +498,11 @@ def nodes_from_k8s(resources: object) -> list[dict[str, Any]]:
             raise ClusterObjectError(index, node["name"], "metadata.name", f"same name as resources[{first}]")
         seen[node["name"]] = index
         result.append(node)
+    if pods is not None:
+        requested = requested_by_node(pods, managed_namespace)
+        for node in result:
+            if node["name"] in requested:
+                node["requested"] = requested[node["name"]]
     return result
 
 

@@ -42,6 +42,11 @@ How it searches:
    depth-first branch and bound (with symmetry breaking over identical empty
    nodes) finds the true optimum within a fixed budget of search nodes.
 
+Where it lives: this module validates the input, runs the steps above and
+reports the plan (Plan, Collisions); search.py holds the searches;
+feasibility.py the one rule that says whether a replica may go on a node,
+which every step asks.
+
 The report gives the method that ran (greedy, greedy+local-search,
 greedy+local-search+annealing, exact), the lower bound and the gap to it.
 """
@@ -51,49 +56,29 @@ from __future__ import annotations
 import functools
 import heapq
 import math
-import random
-from array import array
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import AppInputError, InputError, InterferenceError, UnschedulableError
+from .errors import AppInputError, InputError, InterferenceError
+from .feasibility import static_reject_reason, unschedulable_message
 from .interference import EPSILON, Profile, dot, interference_lower_bound, pair_reason
 from .model import App, Node, parse_apps, parse_flag, parse_nodes
-from .schema import got, shown
+from .schema import got, shown, untolerated
+from .search import (
+    ANNEAL_SEED,
+    EXACT_SEARCH_MAX_REPLICAS,
+    _Engine,
+    anneal_budget,
+    sparse,
+    sum_interference,
+)
 
-# Exact search runs only when the plan is not proven optimal and it has at
-# most this many replicas to place; it stops after EXACT_SEARCH_BUDGET search
-# nodes and keeps the best plan found (still flagged as not proven).
-EXACT_SEARCH_MAX_REPLICAS = 16
-EXACT_SEARCH_BUDGET = 200_000
-LOCAL_SEARCH_MAX_PASSES = 50
+__all__ = [
+    "Collisions", "Plan", "anneal_budget", "check_search_effort", "find_collisions", "place", "placed_apps",
+    "plan_placement", "static_reject_reason", "sum_interference", "unschedulable_message",
+]
 
-# Annealing budget, in proposed moves, for search_effort 1: ANNEAL_MOVES
-# spread over the movable replicas, but at least ANNEAL_MIN_PER_REPLICA and at
-# most ANNEAL_MAX_PER_REPLICA moves per replica (small instances get searched
-# thoroughly, 10,000 replicas still finish in seconds).
-ANNEAL_MOVES = 200_000
-ANNEAL_MIN_PER_REPLICA = 100
-ANNEAL_MAX_PER_REPLICA = 1000
-# Temperatures, as multiples of the mean self-weight |p|^2 of the movable
-# replicas (the score one more identical neighbour costs): a move that adds
-# that much is taken half the time at the start and almost never at the end.
-ANNEAL_START_TEMPERATURE = 1.5
-ANNEAL_END_TEMPERATURE = 0.02
-ANNEAL_COOLING_STEP = 1000
-# Share of proposals that swap with a resident of the target node even when a
-# plain relocation would fit (a relocation that does not fit always tries one).
-ANNEAL_SWAP_SHARE = 0.2
-ANNEAL_SEED = 13
-# The annealing is skipped when the local-search plan is within this fraction
-# of the lower bound (divided by search_effort): it could gain at most that.
-ANNEAL_SKIP_GAP = 0.01
-# ...but not for up to this many movable replicas: there it costs
-# milliseconds, and that last 1% is what a lucky random valid placement beat
-# the local optimum by (test_never_worse_than_random_placement: 26.6875
-# against 26.75, bound 26.55, 30 replicas on 2 nodes; annealed: 26.6875).
-ANNEAL_ALWAYS_UP_TO = 200
 # The report lists the PAIRS_LISTED worst pairs of interfering apps (and
 # counts the rest); the warning names the PAIRS_IN_WARNING worst. On a node
 # with more distinct profiles than PAIR_LISTING_MAX_PROFILES, the listed pairs
@@ -202,7 +187,42 @@ class Plan:
             "kept": list(self.kept),
             "moved": list(self.moved),
             "warning": self.warning(),
+            "left_out": left_out(self.apps, self.nodes, self.assignment),
         }
+
+
+def left_out(apps: Sequence[App], nodes: Sequence[Node], assignment: Sequence[Sequence[int]]) -> list[dict[str, str]]:
+    """The nodes that got no replica for a reason of their own, each {node, reason}, in node order.
+
+    NotReady; tainted (NoSchedule or NoExecute) with no app tolerating the
+    taint; or full: what other pods leave free of its pods, cpu or memory is
+    less than the smallest request of any app. A node that is simply not
+    needed is not listed. Linear in apps and nodes.
+    """
+    used = {node_index for replicas in assignment for node_index in replicas}
+    toleration_sets = {app.tolerations for app in apps}
+    smallest_cpu = min((app.cpu_millicores for app in apps), default=0)
+    smallest_memory = min((app.memory_bytes for app in apps), default=0)
+    found = []
+    for node in nodes:
+        if node.index in used:
+            continue
+        reason = None
+        untolerated_taints = [untolerated(tolerations, node.taints) for tolerations in toleration_sets or {()}]
+        if not node.ready:
+            reason = "NotReady"
+        elif node.taints and all(taint is not None for taint in untolerated_taints):
+            key, value, effect = next(taint for taint in untolerated_taints if taint is not None)
+            reason = f"tainted {key}{'=' + value if value else ''}:{effect}, which no app tolerates"
+        elif node.pods is not None and node.pods < 1:
+            reason = "full: other pods take all its pods"
+        elif node.cpu_millicores is not None and node.cpu_millicores < smallest_cpu:
+            reason = f"full: {node.cpu_millicores}m cpu free, the smallest app requests {smallest_cpu}m"
+        elif node.memory_bytes is not None and node.memory_bytes < smallest_memory:
+            reason = f"full: {node.memory_bytes:,} bytes of memory free, the smallest app requests {smallest_memory:,}"
+        if reason is not None:
+            found.append({"node": node.name, "reason": reason})
+    return found
 
 
 @dataclass
@@ -348,588 +368,6 @@ def _list_worst_pairs(
                     offer(score, app_index, app_index)
 
 
-@functools.lru_cache(maxsize=4096)
-def sparse(profile: Profile) -> tuple[tuple[int, float], ...]:
-    """The non-zero entries of a profile as (dimension, pressure): most apps press on one resource."""
-    return tuple((dim, value) for dim, value in enumerate(profile) if value)
-
-
-class _State:
-    """Mutable per-node usage while a plan is built."""
-
-    def __init__(self, apps: list[App], nodes: list[Node]) -> None:
-        self.apps = apps
-        self.nodes = nodes
-        width = len(apps[0].profile) if apps else 0
-        self.load: list[list[float]] = [[0.0] * width for _ in nodes]
-        self.cpu = [0] * len(nodes)
-        self.memory = [0] * len(nodes)
-        self.pods = [0] * len(nodes)
-        self.gpus = [0] * len(nodes)
-        self.app_count: list[dict[int, int]] = [{} for _ in nodes]
-        self.version = [0] * len(nodes)
-        self.interference = 0.0
-        self.max_per_node = [1] * len(apps)
-
-    def marginal(self, profile: Profile, node_index: int) -> float:
-        """Interference one more replica with `profile` adds on the node (score)."""
-        load = self.load[node_index]
-        entries = sparse(profile)
-        if len(entries) == 1:  # the common one-hot case, without a generator
-            dim, value = entries[0]
-            return value * load[dim]
-        return sum(value * load[dim] for dim, value in entries)
-
-    def balance(self, node_index: int) -> float:
-        """Requested share of the node's cpu plus memory (0..2), for tie-breaks."""
-        node = self.nodes[node_index]
-        share = 0.0
-        if node.cpu_millicores:
-            share += self.cpu[node_index] / node.cpu_millicores
-        if node.memory_bytes:
-            share += self.memory[node_index] / node.memory_bytes
-        return round(share, 9)
-
-    def full(self, node_index: int) -> bool:
-        """True when no pod at all can be added to the node any more."""
-        pods = self.nodes[node_index].pods
-        return pods is not None and self.pods[node_index] >= pods
-
-    def reject_reason(self, app: App, node_index: int) -> str | None:
-        """Why one more replica of `app` cannot go to the node now, or None if it can."""
-        node = self.nodes[node_index]
-        reason = static_reject_reason(app, node)
-        if reason:
-            return reason
-        if node.pods is not None and self.pods[node_index] + 1 > node.pods:
-            return "too many pods"
-        if node.cpu_millicores is not None and self.cpu[node_index] + app.cpu_millicores > node.cpu_millicores:
-            return "insufficient cpu"
-        if node.memory_bytes is not None and self.memory[node_index] + app.memory_bytes > node.memory_bytes:
-            return "insufficient memory"
-        if app.gpus and self.gpus[node_index] + app.gpus > node.gpus:
-            return "insufficient nvidia.com/gpu"
-        if self.app_count[node_index].get(app.index, 0) >= self.max_per_node[app.index]:
-            return f"already runs {self.max_per_node[app.index]} replica(s) of {app.name} (spread)"
-        return None
-
-    def add(self, app: App, node_index: int) -> None:
-        self.interference += self.marginal(app.profile, node_index)
-        load = self.load[node_index]
-        for dim, value in sparse(app.profile):
-            load[dim] += value
-        self._account(app, node_index, 1)
-
-    def remove(self, app: App, node_index: int) -> None:
-        load = self.load[node_index]
-        for dim, value in sparse(app.profile):
-            load[dim] -= value
-        self.interference -= self.marginal(app.profile, node_index)
-        self._account(app, node_index, -1)
-
-    def _account(self, app: App, node_index: int, sign: int) -> None:
-        self.cpu[node_index] += sign * app.cpu_millicores
-        self.memory[node_index] += sign * app.memory_bytes
-        self.pods[node_index] += sign
-        self.gpus[node_index] += sign * app.gpus
-        counts = self.app_count[node_index]
-        counts[app.index] = counts.get(app.index, 0) + sign
-        if not counts[app.index]:
-            del counts[app.index]
-        self.version[node_index] += 1
-
-
-def static_reject_reason(app: App, node: Node) -> str | None:
-    """Why the node can never take a replica of `app` (labels, pin, size), or None."""
-    if app.pinned_node is not None and app.pinned_node != node.name:
-        return f"not the pinned node {app.pinned_node}"
-    for key, value in app.node_selector:
-        if node.labels.get(key) != value:
-            return f"missing label {key}={value}"
-    if app.gpus and node.gpus < app.gpus:
-        return "insufficient nvidia.com/gpu"
-    if node.pods is not None and node.pods < 1:
-        return "too many pods"
-    if node.cpu_millicores is not None and app.cpu_millicores > node.cpu_millicores:
-        return "insufficient cpu"
-    if node.memory_bytes is not None and app.memory_bytes > node.memory_bytes:
-        return "insufficient memory"
-    return None
-
-
-def unschedulable_message(app: App, reasons: Sequence[str | None]) -> str:
-    """kube-scheduler style: '0/3 nodes fit web: 1 insufficient cpu, 2 missing label disk=ssd'."""
-    counts: dict[str, int] = {}
-    for reason in reasons:
-        if reason:
-            counts[reason] = counts.get(reason, 0) + 1
-    detail = ", ".join(f"{count} {reason}" for reason, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
-    return f"0/{len(reasons)} nodes fit {app.name}: {detail}"
-
-
-class _NodeClass:
-    """Nodes eligible for a group of apps with one profile, in a heap by marginal cost.
-
-    Keys are refreshed lazily: adding a replica to a node can only raise its key
-    (profiles are non-negative, and load and pod count grow), so an outdated
-    entry is re-filed when it reaches the top instead of on every change. Only
-    a removal, which can lower a key, pushes a new entry at once.
-
-    A node that turns a replica down for lack of cpu (or memory) is parked
-    aside, keyed by what it had free, instead of going back into the heap:
-    when capacity binds, cheap nodes that are full for big requests would
-    otherwise be popped and pushed back on every query (O(nodes) each). It
-    comes back once a replica with a request no larger than that asks; a
-    removal files the node anew at once, which supersedes the parked entry.
-    """
-
-    def __init__(self, profile: Profile, eligible: list[int], state: _State) -> None:
-        self.profile = profile
-        self.eligible = eligible
-        self.latest: dict[int, int] = {}  # node index -> version of its newest entry
-        # (-free millicores or bytes when parked, node index, version of the entry)
-        self.parked_cpu: list[tuple[int, int, int]] = []
-        self.parked_memory: list[tuple[int, int, int]] = []
-        self.heap = [self.entry(state, n) for n in eligible]
-        heapq.heapify(self.heap)
-
-    def entry(self, state: _State, node_index: int) -> tuple[float, float, int, int, int]:
-        version = state.version[node_index]
-        self.latest[node_index] = version
-        return (
-            round(state.marginal(self.profile, node_index), 9),
-            state.balance(node_index),
-            state.pods[node_index],
-            node_index,
-            version,
-        )
-
-    def push(self, state: _State, node_index: int) -> None:
-        """File the node again after its key may have dropped (a replica left it)."""
-        heapq.heappush(self.heap, self.entry(state, node_index))
-        if len(self.heap) > 4 * len(self.eligible) + 64:
-            self.heap = [e for e in self.heap if e[4] == self.latest[e[3]]]
-            heapq.heapify(self.heap)
-
-    def best(self, state: _State, app: App, exclude: int = -1, below: float = math.inf) -> int | None:
-        """Cheapest node that can take one more replica of `app` now (not `exclude`).
-
-        With `below`, only nodes whose marginal cost is under it are of interest:
-        the search stops at the first entry at or above it (an entry's key never
-        overstates the node's current key, so nothing cheaper is left behind).
-        """
-        heap = self.heap
-        for parked, request in ((self.parked_cpu, app.cpu_millicores), (self.parked_memory, app.memory_bytes)):
-            while parked and -parked[0][0] >= request:
-                _, node_index, version = heapq.heappop(parked)
-                if version == self.latest[node_index]:  # else a removal filed the node anew
-                    heapq.heappush(heap, self.entry(state, node_index))
-        aside = []
-        chosen = None
-        while heap and heap[0][0] < below:
-            entry = heapq.heappop(heap)
-            node_index, version = entry[3], entry[4]
-            if version != self.latest[node_index]:
-                continue  # superseded by a newer entry for the same node
-            if version != state.version[node_index]:
-                heapq.heappush(heap, self.entry(state, node_index))  # only grew since: re-file
-                continue
-            reason = None if node_index == exclude else state.reject_reason(app, node_index)
-            if node_index != exclude and reason is None:
-                chosen = entry
-                break
-            node = state.nodes[node_index]
-            if reason == "insufficient cpu" and node.cpu_millicores is not None:
-                heapq.heappush(self.parked_cpu, (state.cpu[node_index] - node.cpu_millicores, node_index, version))
-            elif reason == "insufficient memory" and node.memory_bytes is not None:
-                heapq.heappush(self.parked_memory, (state.memory[node_index] - node.memory_bytes, node_index, version))
-            elif not state.full(node_index):
-                aside.append(entry)
-            # A full node drops out until a replica leaves it (remove() files it again).
-        for entry in aside:
-            heapq.heappush(heap, entry)
-        if chosen is None:
-            return None
-        heapq.heappush(heap, chosen)
-        return chosen[3]
-
-
-class _Engine:
-    def __init__(self, apps: list[App], nodes: list[Node]) -> None:
-        self.apps = apps
-        self.nodes = nodes
-        self.state = _State(apps, nodes)
-        self.eligible: list[list[int]] = []
-        self.classes: list[_NodeClass] = []
-        self.class_of_app: list[int] = []
-        self.classes_of_node: list[list[int]] = [[] for _ in nodes]
-        self._eligibility_cache: dict[tuple[Any, ...], list[int]] = {}
-        self._placeable_cache: dict[tuple[Any, ...], tuple[list[int], float, float]] = {}
-        self._interned: dict[tuple[int, ...], list[int]] = {}
-        for app in apps:
-            self.eligible.append(self._eligible_nodes(app))
-            self.state.max_per_node[app.index] = max(1, math.ceil(app.replicas / max(1, len(self.eligible[-1]))))
-
-    def _eligible_nodes(self, app: App) -> list[int]:
-        """The nodes that can ever take a replica of `app`, one shared list per distinct answer.
-
-        The pin, labels and GPUs are checked once per distinct combination;
-        requests are then checked only when some of those nodes are smaller
-        than the request, so apps that differ only in requests that fit every
-        node cost nothing per node.
-        """
-        key = (app.pinned_node, app.node_selector, app.gpus, app.cpu_millicores, app.memory_bytes)
-        cached = self._eligibility_cache.get(key)
-        if cached is None:
-            placeable, smallest_cpu, smallest_memory = self._placeable(app)
-            if app.cpu_millicores <= smallest_cpu and app.memory_bytes <= smallest_memory:
-                cached = placeable
-            else:
-                nodes = tuple(n for n in placeable if static_reject_reason(app, self.nodes[n]) is None)
-                cached = self._interned.setdefault(nodes, list(nodes))
-            self._eligibility_cache[key] = cached
-        return cached
-
-    def _placeable(self, app: App) -> tuple[list[int], float, float]:
-        """Nodes matching the app's pin, labels and GPUs, with their smallest cpu and memory (inf: unbounded)."""
-        key = (app.pinned_node, app.node_selector, app.gpus)
-        cached = self._placeable_cache.get(key)
-        if cached is None:
-            unsized = replace(app, cpu_millicores=0, memory_bytes=0)
-            nodes = tuple(node.index for node in self.nodes if static_reject_reason(unsized, node) is None)
-            cpu = [self.nodes[n].cpu_millicores for n in nodes]
-            memory = [self.nodes[n].memory_bytes for n in nodes]
-            cached = (
-                self._interned.setdefault(nodes, list(nodes)),
-                min((c for c in cpu if c is not None), default=math.inf),
-                min((m for m in memory if m is not None), default=math.inf),
-            )
-            self._placeable_cache[key] = cached
-        return cached
-
-    def build_classes(self) -> None:
-        by_key: dict[tuple[Any, ...], int] = {}
-        for app in self.apps:
-            key = (app.profile, id(self.eligible[app.index]))
-            if key not in by_key:
-                by_key[key] = len(self.classes)
-                node_class = _NodeClass(app.profile, self.eligible[app.index], self.state)
-                self.classes.append(node_class)
-                for node_index in node_class.eligible:
-                    self.classes_of_node[node_index].append(by_key[key])
-            self.class_of_app.append(by_key[key])
-
-    def add(self, app: App, node_index: int) -> None:
-        self.state.add(app, node_index)
-
-    def remove(self, app: App, node_index: int) -> None:
-        self.state.remove(app, node_index)
-        for class_index in self.classes_of_node[node_index]:
-            self.classes[class_index].push(self.state, node_index)
-
-    def greedy(self, replicas: list[int], assignment: list[list[int]]) -> UnschedulableError | None:
-        """Place each replica (by app index) on its cheapest feasible node."""
-        for app_index in replicas:
-            app = self.apps[app_index]
-            node_index = self.classes[self.class_of_app[app_index]].best(self.state, app)
-            if node_index is None:
-                reasons = [self.state.reject_reason(app, n) for n in range(len(self.nodes))]
-                return UnschedulableError(app.name, unschedulable_message(app, reasons))
-            self.add(app, node_index)
-            assignment[app_index].append(node_index)
-        return None
-
-    def local_search(self, movable: list[tuple[int, int]], assignment: list[list[int]]) -> None:
-        """Move single replicas while that strictly lowers total interference.
-
-        `movable` lists (app index, replica position) pairs that may move. A
-        move is priced before it is made (leaving saves p.(S_n - p), arriving
-        costs p.S_m), so replicas that stay cost one heap peek, not two updates.
-        """
-        state = self.state
-        self_weight = [dot(app.profile, app.profile) for app in self.apps]
-        for _ in range(LOCAL_SEARCH_MAX_PASSES):
-            improved = False
-            for app_index, position in movable:
-                app = self.apps[app_index]
-                current = assignment[app_index][position]
-                staying = state.marginal(app.profile, current) - self_weight[app_index]
-                target = self.classes[self.class_of_app[app_index]].best(
-                    state, app, exclude=current, below=round(staying - EPSILON, 9)
-                )
-                if target is not None and state.marginal(app.profile, target) < staying - EPSILON:
-                    self.remove(app, current)
-                    self.add(app, target)
-                    assignment[app_index][position] = target
-                    improved = True
-            if not improved:
-                return
-
-    def anneal(self, movable: list[tuple[int, int]], assignment: list[list[int]], moves: int, seed: int) -> int:
-        """Simulated annealing over relocations and swaps of the `movable` replicas, from the current plan.
-
-        `moves` is the number of proposed moves (the budget: counted, never
-        timed, so the same input gives the same plan on any machine); `seed`
-        seeds the move choice. Every proposal is checked against every hard
-        constraint before it is priced, so the plan is feasible at every step.
-        Worse plans are accepted with probability exp(-delta / T) while the
-        temperature T cools geometrically; plans of equal score always are,
-        which lets a full node trade a big request for small ones at no cost
-        (what single moves cannot do once capacity binds). The best plan seen
-        is restored at the end (an undo log of the moves since it). Updates
-        `assignment` and the state in place; returns the moves accepted.
-        """
-        state = self.state
-        apps = self.apps
-        count = len(movable)
-        if count == 0 or moves <= 0 or len(self.nodes) < 2:
-            return 0
-        # Plain arrays and locals: this loop is the engine's hot path.
-        profile_ids: dict[Profile, int] = {}
-        app_profile = [profile_ids.setdefault(app.profile, len(profile_ids)) for app in apps]
-        profiles = list(profile_ids)
-        entries = [sparse(p) for p in profiles]
-        self_weight = [dot(p, p) for p in profiles]
-        cross = [[dot(p, q) for q in profiles] for p in profiles]
-        big = 1 << 62
-        cap_cpu = [big if n.cpu_millicores is None else n.cpu_millicores for n in self.nodes]
-        cap_memory = [big if n.memory_bytes is None else n.memory_bytes for n in self.nodes]
-        cap_pods = [big if n.pods is None else n.pods for n in self.nodes]
-        cap_gpus = [n.gpus for n in self.nodes]
-        req_cpu = [app.cpu_millicores for app in apps]
-        req_memory = [app.memory_bytes for app in apps]
-        req_gpus = [app.gpus for app in apps]
-        node_count = len(self.nodes)
-        eligible = self.eligible
-        # Membership test for swaps: None where every node is eligible.
-        eligible_sets: dict[int, set[int] | None] = {}
-        for nodes_of_app in eligible:
-            if id(nodes_of_app) not in eligible_sets:
-                eligible_sets[id(nodes_of_app)] = None if len(nodes_of_app) == node_count else set(nodes_of_app)
-        eligible_set = [eligible_sets[id(nodes_of_app)] for nodes_of_app in eligible]
-        max_per_node = state.max_per_node
-        load, cpu, memory, pods, gpus, app_count = (
-            state.load, state.cpu, state.memory, state.pods, state.gpus, state.app_count
-        )
-        replica_app = [app_index for app_index, _ in movable]
-        node_of = [assignment[app_index][position] for app_index, position in movable]
-        members: list[list[int]] = [[] for _ in self.nodes]
-        slot = [0] * count
-        for replica, node_index in enumerate(node_of):
-            slot[replica] = len(members[node_index])
-            members[node_index].append(replica)
-
-        def relocate(replica: int, target: int) -> None:
-            app_index = replica_app[replica]
-            source = node_of[replica]
-            for dim, value in entries[app_profile[app_index]]:
-                load[source][dim] -= value
-                load[target][dim] += value
-            request_cpu, request_memory, request_gpus = req_cpu[app_index], req_memory[app_index], req_gpus[app_index]
-            cpu[source] -= request_cpu
-            cpu[target] += request_cpu
-            memory[source] -= request_memory
-            memory[target] += request_memory
-            gpus[source] -= request_gpus
-            gpus[target] += request_gpus
-            pods[source] -= 1
-            pods[target] += 1
-            counts = app_count[source]
-            counts[app_index] -= 1
-            if not counts[app_index]:
-                del counts[app_index]
-            counts = app_count[target]
-            counts[app_index] = counts.get(app_index, 0) + 1
-            # Swap-remove from the source's member list, append to the target's.
-            residents = members[source]
-            last = residents.pop()
-            if last != replica:
-                residents[slot[replica]] = last
-                slot[last] = slot[replica]
-            slot[replica] = len(members[target])
-            members[target].append(replica)
-            node_of[replica] = target
-
-        scale = sum(self_weight[app_profile[app_index]] for app_index in replica_app) / count
-        if scale <= EPSILON:
-            return 0
-        temperature = ANNEAL_START_TEMPERATURE * scale
-        steps = max(1, moves // ANNEAL_COOLING_STEP)
-        cooling = (ANNEAL_END_TEMPERATURE / ANNEAL_START_TEMPERATURE) ** (1.0 / steps)
-        rng = random.Random(seed)
-        draw = rng.random
-        exp = math.exp
-        current = best = state.interference
-        undo = array("l")  # (replica, node it left) for every move since the best plan
-        accepted = 0
-        swap_share, epsilon, cooling_step = ANNEAL_SWAP_SHARE, EPSILON, ANNEAL_COOLING_STEP
-        next_cooling = cooling_step
-        # Per app, what a proposal reads: profile id, requests, eligible nodes, spread cap.
-        info = [
-            (app_profile[i], req_cpu[i], req_memory[i], req_gpus[i], eligible[i], max_per_node[i])
-            for i in range(len(apps))
-        ]
-        for step in range(moves):
-            if step == next_cooling:
-                temperature *= cooling
-                next_cooling += cooling_step
-            replica = int(draw() * count)
-            app_index = replica_app[replica]
-            profile, request_cpu, request_memory, request_gpus, targets, cap = info[app_index]
-            source = node_of[replica]
-            target = targets[int(draw() * len(targets))]
-            if target == source:
-                continue
-            load_source, load_target = load[source], load[target]
-            partner = -1
-            if draw() >= swap_share:
-                # A relocation, priced first: most are uphill and turned down before any capacity check.
-                delta = self_weight[profile]
-                for dim, value in entries[profile]:
-                    delta += value * (load_target[dim] - load_source[dim])
-                if delta > epsilon and draw() >= exp(-delta / temperature):
-                    continue
-                fits = (
-                    pods[target] < cap_pods[target]
-                    and cpu[target] + request_cpu <= cap_cpu[target]
-                    and memory[target] + request_memory <= cap_memory[target]
-                    and gpus[target] + request_gpus <= cap_gpus[target]
-                    and app_count[target].get(app_index, 0) < cap
-                )
-            else:
-                fits = False
-            if not fits:
-                # A swap with a resident of the target: what frees room once capacity binds.
-                residents = members[target]
-                if not residents:
-                    continue
-                partner = residents[int(draw() * len(residents))]
-                other_app = replica_app[partner]
-                if other_app == app_index:
-                    continue
-                other, other_cpu, other_memory, other_gpus, _, other_cap = info[other_app]
-                other_set = eligible_set[other_app]
-                if other_set is not None and source not in other_set:
-                    continue
-                if (
-                    cpu[target] - other_cpu + request_cpu > cap_cpu[target]
-                    or cpu[source] - request_cpu + other_cpu > cap_cpu[source]
-                    or memory[target] - other_memory + request_memory > cap_memory[target]
-                    or memory[source] - request_memory + other_memory > cap_memory[source]
-                    or gpus[target] - other_gpus + request_gpus > cap_gpus[target]
-                    or gpus[source] - request_gpus + other_gpus > cap_gpus[source]
-                    or app_count[target].get(app_index, 0) >= cap
-                    or app_count[source].get(other_app, 0) >= other_cap
-                ):
-                    continue
-                delta = self_weight[profile] + self_weight[other] - 2 * cross[profile][other]
-                for dim, value in entries[profile]:
-                    delta += value * (load_target[dim] - load_source[dim])
-                for dim, value in entries[other]:
-                    delta += value * (load_source[dim] - load_target[dim])
-                if delta > epsilon and draw() >= exp(-delta / temperature):
-                    continue
-            relocate(replica, target)
-            undo.append(replica)
-            undo.append(source)
-            if partner >= 0:
-                relocate(partner, source)
-                undo.append(partner)
-                undo.append(target)
-            accepted += 1
-            current += delta
-            if current < best - epsilon:
-                best = current
-                del undo[:]
-        # Back to the best plan seen: undo the moves made since, newest first.
-        for position in range(len(undo) - 2, -1, -2):
-            relocate(undo[position], undo[position + 1])
-        for replica, (app_index, position) in enumerate(movable):
-            assignment[app_index][position] = node_of[replica]
-        state.interference = sum_interference(apps, assignment)
-        return accepted
-
-    def exact(self, replicas: list[int], incumbent: float) -> tuple[bool, list[int] | None]:
-        """Branch and bound over `replicas` (placed on top of the current state).
-
-        Returns (finished, choice): finished is False when the budget ran out;
-        choice is the node index per replica of the best plan strictly better
-        than `incumbent`, or None when none was found.
-        """
-        state = self.state
-        depth_count = len(replicas)
-        best: list[float] = [incumbent]
-        best_choice: list[list[int] | None] = [None]
-        choice: list[int] = []
-        budget = [EXACT_SEARCH_BUDGET]
-        signatures = [
-            (tuple(sorted(node.labels.items())), node.cpu_millicores, node.memory_bytes, node.pods, node.gpus)
-            for node in self.nodes
-        ]
-
-        def remaining_bound(depth: int) -> float:
-            # Each later replica adds at least its cheapest marginal now
-            # (profiles are non-negative, so marginals only grow).
-            bound = 0.0
-            for app_index in replicas[depth:]:
-                profile = self.apps[app_index].profile
-                bound += min((state.marginal(profile, n) for n in self.eligible[app_index]), default=0.0)
-            return bound
-
-        def search(depth: int) -> None:
-            if budget[0] <= 0:
-                return
-            budget[0] -= 1
-            if depth == depth_count:
-                if state.interference < best[0] - EPSILON:
-                    best[0] = state.interference
-                    best_choice[0] = list(choice)
-                return
-            if state.interference + remaining_bound(depth) >= best[0] - EPSILON:
-                return
-            app = self.apps[replicas[depth]]
-            options = []
-            tried_empty: set[tuple[Any, ...]] = set()
-            for node_index in self.eligible[app.index]:
-                if state.reject_reason(app, node_index) is not None:
-                    continue
-                if state.pods[node_index] == 0:
-                    if signatures[node_index] in tried_empty:
-                        continue  # an identical empty node was already tried at this depth
-                    tried_empty.add(signatures[node_index])
-                options.append(
-                    (
-                        state.marginal(app.profile, node_index),
-                        state.balance(node_index),
-                        state.pods[node_index],
-                        node_index,
-                    )
-                )
-            for *_, node_index in sorted(options):
-                state.add(app, node_index)
-                choice.append(node_index)
-                search(depth + 1)
-                choice.pop()
-                state.remove(app, node_index)
-
-        search(0)
-        return budget[0] > 0, best_choice[0]
-
-
-def sum_interference(apps: Sequence[App], assignment: Sequence[Sequence[int]]) -> float:
-    """Total interference of an assignment (app index -> node index per replica), from scratch."""
-    # Per node, the sum over pairs equals (|S|^2 - sum |p|^2) / 2 for S the summed profile.
-    loads: dict[int, list[float]] = {}
-    self_terms = 0.0
-    for app_index, replicas in enumerate(assignment):
-        profile = apps[app_index].profile
-        for node_index in replicas:
-            load = loads.setdefault(node_index, [0.0] * len(profile))
-            for dim, value in sparse(profile):
-                load[dim] += value
-            self_terms += dot(profile, profile)
-    return max(0.0, (sum(dot(load, load) for load in loads.values()) - self_terms) / 2)
-
 
 def _previous_nodes(previous: object, apps: list[App], nodes: list[Node]) -> dict[int, list[int]]:
     """Validate `previous` ({app: [node, ...]}) and map it to node indices per app index."""
@@ -988,22 +426,6 @@ def check_search_effort(search_effort: object) -> float:
     return float(search_effort)
 
 
-def anneal_budget(movable: int, search_effort: float, score: float, lower_bound: float) -> int:
-    """Proposed moves the annealing gets (0: skipped), from the instance size, never from a clock.
-
-    `movable` counts the replicas the search may move; `score` and
-    `lower_bound` are the local-search plan's interference and the bound
-    (scores). Skipped when the plan is already within ANNEAL_SKIP_GAP /
-    search_effort of the bound (there is at most that much left to gain),
-    unless it has at most ANNEAL_ALWAYS_UP_TO movable replicas.
-    """
-    if search_effort <= 0 or movable < 2 or score <= lower_bound + EPSILON:
-        return 0
-    if movable > ANNEAL_ALWAYS_UP_TO and score - lower_bound <= ANNEAL_SKIP_GAP / search_effort * lower_bound + EPSILON:
-        return 0
-    moves = min(max(ANNEAL_MOVES, ANNEAL_MIN_PER_REPLICA * movable), ANNEAL_MAX_PER_REPLICA * movable)
-    return int(search_effort * moves)
-
 
 def plan_placement(
     apps: list[App], nodes: list[Node], previous: object = None, rebalance: bool = False,
@@ -1026,7 +448,7 @@ def plan_placement(
 
     for app in apps:
         for node_index in previous_nodes.get(app.index, [])[: app.replicas]:
-            reason = state.reject_reason(app, node_index)
+            reason = state.reason(app.index, node_index)
             if reason is None:
                 state.add(app, node_index)
                 assignment[app.index].append(node_index)

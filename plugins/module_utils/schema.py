@@ -330,3 +330,104 @@ def json_size(value: object, field: str, limit: int, depth: int = 0) -> int:
                 return total
         return total
     raise FieldError(field, f"must be plain data (strings, numbers, true/false, lists, mappings), {got(value)}")
+
+
+# Taints and tolerations, as Kubernetes writes and checks them (core/v1 Taint and Toleration).
+TAINT_EFFECTS: tuple[str, ...] = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+# The effects that keep a pod off a node (PreferNoSchedule only discourages it, as kube-scheduler scores it).
+BLOCKING_EFFECTS: tuple[str, ...] = ("NoSchedule", "NoExecute")
+TOLERATION_OPERATORS: tuple[str, ...] = ("Exists", "Equal")
+TOLERATION_FIELDS: tuple[str, ...] = ("key", "operator", "value", "effect", "tolerationSeconds")
+TAINT_FIELDS: tuple[str, ...] = ("key", "value", "effect")
+TOLERATIONS_MAX = 64
+TAINTS_MAX = 256
+# (key, operator, value, effect): '' for a key or an effect that is not given (any key, any effect).
+Toleration = tuple[str, str, str, str]
+# (key, value, effect)
+Taint = tuple[str, str, str]
+
+
+def _exact(value: object, field: str, options: Sequence[str]) -> str:
+    """One of `options`, spelt exactly as Kubernetes does (it compares them case-sensitively)."""
+    if isinstance(value, str) and value in options:
+        return value
+    close = [option for option in options if isinstance(value, str) and option.lower() == value.lower()]
+    hint = f" (Kubernetes spells it {close[0]!r})" if close else ""
+    raise FieldError(field, f"{shown(value)} is not one of {', '.join(options)}{hint}")
+
+
+def toleration(value: object, field: str) -> Toleration:
+    """One pod toleration, checked as the API server checks it; returned as (key, operator, value, effect)."""
+    item = mapping(value, field, "toleration field to value (key, operator, value, effect, tolerationSeconds)")
+    if not item:
+        raise FieldError(field, "must be a mapping with at least `operator: Exists` or a `key`")
+    check_known_keys(item, TOLERATION_FIELDS, field)
+    key = "" if item.get("key") in (None, "") else label_key(item["key"], f"{field}.key")
+    operator = "Equal" if item.get("operator") in (None, "") else _exact(
+        item["operator"], f"{field}.operator", TOLERATION_OPERATORS
+    )
+    raw_value = item.get("value")
+    text = "" if raw_value in (None, "") else label_value(raw_value, f"{field}.value")
+    if operator == "Exists" and text:
+        raise FieldError(f"{field}.value", "must be empty when `operator` is Exists (Exists matches any value)")
+    if not key and operator != "Exists":
+        raise FieldError(f"{field}.operator", "must be Exists when `key` is empty (an empty key matches every taint)")
+    effect = "" if item.get("effect") in (None, "") else _exact(item["effect"], f"{field}.effect", TAINT_EFFECTS)
+    if item.get("tolerationSeconds") is not None:
+        seconds = item["tolerationSeconds"]
+        if isinstance(seconds, str):
+            raise FieldError(f"{field}.tolerationSeconds", f"must be a whole number of seconds, {got(seconds)}")
+        whole_number(seconds, f"{field}.tolerationSeconds", -(2**63), 2**63 - 1)
+        if effect != "NoExecute":
+            raise FieldError(f"{field}.tolerationSeconds", "is only allowed with `effect: NoExecute`")
+    return key, operator, text, effect
+
+
+def tolerations(value: object, field: str) -> tuple[Toleration, ...]:
+    """A list of pod tolerations (null or empty: none), at most TOLERATIONS_MAX."""
+    if value is None:
+        return ()
+    if isinstance(value, (str, Mapping)) or not isinstance(value, (list, tuple)):
+        raise FieldError(field, f"must be a list of tolerations, {got(value)}")
+    if len(value) > TOLERATIONS_MAX:
+        raise FieldError(field, f"{len(value):,} tolerations, more than the {TOLERATIONS_MAX} one app may have")
+    return tuple(toleration(element, f"{field}[{position}]") for position, element in enumerate(value))
+
+
+def taints(value: object, field: str) -> tuple[Taint, ...]:
+    """A node's taints (null or empty: none), each (key, value, effect), at most TAINTS_MAX."""
+    if value is None:
+        return ()
+    if isinstance(value, (str, Mapping)) or not isinstance(value, (list, tuple)):
+        raise FieldError(field, f"must be a list of taints, {got(value)}")
+    if len(value) > TAINTS_MAX:
+        raise FieldError(field, f"{len(value):,} taints, more than the {TAINTS_MAX} a node may have here")
+    result = []
+    for position, element in enumerate(value):
+        path = f"{field}[{position}]"
+        item = mapping(element, path, "taint field to value (key, value, effect)")
+        check_known_keys(item, TAINT_FIELDS, path)
+        key = label_key(item.get("key") or missing(f"{path}.key"), f"{path}.key")
+        text = "" if item.get("value") in (None, "") else label_value(item["value"], f"{path}.value")
+        effect = _exact(item.get("effect") or missing(f"{path}.effect"), f"{path}.effect", TAINT_EFFECTS)
+        result.append((key, text, effect))
+    return tuple(result)
+
+
+def tolerates(toleration: Toleration, taint: Taint) -> bool:
+    """Whether the toleration tolerates the taint, as Kubernetes decides (core/v1 Toleration.ToleratesTaint)."""
+    key, operator, value, effect = toleration
+    taint_key, taint_value, taint_effect = taint
+    if effect and effect != taint_effect:
+        return False
+    if key and key != taint_key:
+        return False
+    return operator == "Exists" or value == taint_value
+
+
+def untolerated(tolerations_of_app: Sequence[Toleration], node_taints: Sequence[Taint]) -> Taint | None:
+    """The first NoSchedule or NoExecute taint of a node that none of the tolerations tolerates, or None."""
+    for taint in node_taints:
+        if taint[2] in BLOCKING_EFFECTS and not any(tolerates(t, taint) for t in tolerations_of_app):
+            return taint
+    return None

@@ -44,7 +44,7 @@ LABEL_VALUE_RULE = (
 )
 APP_FIELDS = (
     "valid fields: name, image, type, profile, profile_from, replicas, resources, gpus, node_selector, node, "
-    "command, args, env, scheduler, security_context"
+    "command, args, env, scheduler, security_context, tolerations"
 )
 
 
@@ -272,7 +272,7 @@ NODE_CASES: list[tuple[str, list[Any], str]] = [
         "typo in a node mapping",
         [{"name": "w1", "label": {"disk": "ssd"}}],
         "nodes[0] (w1): field 'label': unknown field; did you mean 'labels'? (valid fields: name, labels, "
-        "allocatable)",
+        "allocatable, taints, ready, requested)",
     ),
     (
         "label value that is a list",

@@ -45,6 +45,11 @@ def instances(draw: st.DrawFn, max_replicas: int = 8, max_nodes: int = 4, capaci
                 "memory": draw(st.sampled_from(["1Gi", "2Gi"])),
                 "pods": str(draw(st.integers(1, 6))),
             }
+            if draw(st.integers(0, 3)) == 0:
+                item["taints"] = [{"key": "dedicated", "value": draw(st.sampled_from(["x", "y"])),
+                                   "effect": draw(st.sampled_from(["NoSchedule", "NoExecute", "PreferNoSchedule"]))}]
+            if draw(st.integers(0, 7)) == 0:
+                item["ready"] = False
         nodes.append(item)
     apps: list[dict[str, Any]] = []
     replicas_left = draw(st.integers(1, max_replicas))
@@ -61,13 +66,33 @@ def instances(draw: st.DrawFn, max_replicas: int = 8, max_nodes: int = 4, capaci
                                               "memory": draw(st.sampled_from(["128Mi", "512Mi", "1Gi"]))}}
         if capacity and draw(st.integers(0, 5)) == 0:
             item["node_selector"] = {"zone": draw(st.sampled_from(["a", "b"]))}
+        if capacity and draw(st.integers(0, 2)) == 0:
+            item["tolerations"] = [draw(st.sampled_from([
+                {"key": "dedicated", "operator": "Exists"},
+                {"key": "dedicated", "value": "x", "effect": "NoSchedule"},
+                {"key": "dedicated", "operator": "Equal", "value": "y"},
+                {"operator": "Exists", "effect": "NoExecute"},
+            ]))]
         apps.append(item)
     return apps, nodes
 
 
+def tolerated(app: App, key: str, value: str, effect: str) -> bool:
+    """Whether one of the app's tolerations (key, operator, value, effect) tolerates the taint, per Kubernetes."""
+    return any(
+        (not t_effect or t_effect == effect) and (not t_key or t_key == key) and (op == "Exists" or t_value == value)
+        for t_key, op, t_value, t_effect in app.tolerations
+    )
+
+
 def eligible(app: App, node: Node) -> bool:
     """Static eligibility, written independently of the engine."""
+    if not node.ready:
+        return False
     if app.pinned_node not in (None, node.name):
+        return False
+    blocking = [(key, value, effect) for key, value, effect in node.taints if effect != "PreferNoSchedule"]
+    if any(not tolerated(app, key, value, effect) for key, value, effect in blocking):
         return False
     if any(node.labels.get(k) != v for k, v in app.node_selector):
         return False
