@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ansible_collections.interference.orchestrator.plugins.module_utils.api_rejections import (
+from ansible_collections.interference.orchestrator.plugins.plugin_utils.api_rejections import (
     api_rejections as name_rejections,
 )
 

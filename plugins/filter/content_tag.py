@@ -6,7 +6,7 @@ import os
 from typing import Any
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.interference.orchestrator.plugins.module_utils.image_refs import content_tag as tag_of
+from ansible_collections.interference.orchestrator.plugins.plugin_utils.image_refs import content_tag as tag_of
 
 DOCUMENTATION = r"""
 name: content_tag

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible_collections.interference.orchestrator.plugins.module_utils.cpu_slices import (
+from ansible_collections.interference.orchestrator.plugins.plugin_utils.cpu_slices import (
     parse_cpu_list,
     worker_cpu_slices,
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible_collections.interference.orchestrator.plugins.module_utils.experiment import policy_plans
+from ansible_collections.interference.orchestrator.plugins.plugin_utils.experiment import policy_plans
 from ansible_collections.interference.orchestrator.plugins.plugin_utils.placement_boundary import run_engine
 
 DOCUMENTATION = r"""

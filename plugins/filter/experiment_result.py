@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible_collections.interference.orchestrator.plugins.module_utils.experiment import (
+from ansible_collections.interference.orchestrator.plugins.plugin_utils.experiment import (
     ExperimentError,
     parse_result_line,
 )

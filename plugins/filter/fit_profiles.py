@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible_collections.interference.orchestrator.plugins.module_utils.profiling import fit_profiles as fit
-from ansible_collections.interference.orchestrator.plugins.module_utils.profiling import pair_scores
 from ansible_collections.interference.orchestrator.plugins.plugin_utils.placement_boundary import run_engine
+from ansible_collections.interference.orchestrator.plugins.plugin_utils.profiling import fit_profiles as fit
+from ansible_collections.interference.orchestrator.plugins.plugin_utils.profiling import pair_scores
 
 DOCUMENTATION = r"""
 name: fit_profiles
@@ -18,7 +18,7 @@ description:
     median over repeats.
   - Finds profiles (entries from 0 to 1) whose dot products fit the scores in the least-squares sense, starting
     from the declared profiles; reports the fit error.
-  - One score per pair, pairs only - see plugins/module_utils/profiling.py for the model's limits.
+  - One score per pair, pairs only - see plugins/plugin_utils/profiling.py for the model's limits.
 positional: apps
 options:
   _input:

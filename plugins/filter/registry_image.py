@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible_collections.interference.orchestrator.plugins.module_utils.image_refs import registry_reference
+from ansible_collections.interference.orchestrator.plugins.plugin_utils.image_refs import registry_reference
 from ansible_collections.interference.orchestrator.plugins.plugin_utils.placement_boundary import run_engine
 
 DOCUMENTATION = r"""

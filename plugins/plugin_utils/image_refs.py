@@ -14,7 +14,7 @@ import hashlib
 import re
 from collections.abc import Iterable
 
-from .errors import PlacementError
+from ansible_collections.interference.orchestrator.plugins.module_utils.errors import PlacementError
 
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
 _HOST = re.compile(rf"^{_LABEL}(?:\.{_LABEL})*(?::[0-9]+)?$")

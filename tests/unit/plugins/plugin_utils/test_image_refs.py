@@ -8,7 +8,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 from ansible_collections.interference.orchestrator.plugins.filter import content_tag as content_tag_filter
 from ansible_collections.interference.orchestrator.plugins.filter.registry_image import FilterModule, registry_image
-from ansible_collections.interference.orchestrator.plugins.module_utils.image_refs import (
+from ansible_collections.interference.orchestrator.plugins.plugin_utils.image_refs import (
     ImageReferenceError,
     check_registry,
     content_tag,
