@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible_collections.interference.orchestrator.plugins.module_utils.apps_plan import placement_table as table
+from ansible_collections.interference.orchestrator.plugins.plugin_utils.placement_table import placement_table as table
 
 DOCUMENTATION = r"""
 name: placement_table

@@ -1,4 +1,9 @@
-"""What the cluster says about the apps this collection manages: the annotations that say it, and their reading.
+"""The cluster readers: what k8s_info results say about the nodes and about the apps this collection manages.
+
+`nodes_from_k8s` reads Node objects into the engine's node dicts (its body is
+still in model.py, next to the node parsing it feeds, and is re-exported here
+so callers read the cluster from one module; moving the body is a later,
+self-contained change).
 
 `deployment_annotations` gives the annotations the apps role writes on each
 Deployment (the plan and the app item); two readings of k8s_info results,
@@ -17,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .errors import ClusterObjectError
+from .model import nodes_from_k8s  # noqa: F401 - re-exported: the cluster's Node reader
 
 PLANNED_NODES_ANNOTATION = "interference.orchestrator/planned-nodes"
 APP_ITEM_ANNOTATION = "interference.orchestrator/app"
