@@ -14,6 +14,8 @@ short_description: Tag an image by the files it is built from
 version_added: 0.2.0
 author: interference.orchestrator maintainers
 description:
+  - Internal to the pts_images, scheduler_extender and scheduler_plugins roles, not part of the collection's public interface; it may change or go without a
+    deprecation period (docs/architecture.md, "Public surface").
   - Returns O(prefix) and the first O(length) hex digits of a sha256 over these lines, joined by newlines
     (docs/architecture.md, "One content hash"), first one line C(<sha256> <name>) per entry of O(hashed) in the order
     given, then one line C(<sha256 of the file> <path relative to root>) per file, sorted by path, then the lines of

@@ -14,6 +14,8 @@ short_description: Fit the engine's pressure profiles to the slowdowns of apps r
 version_added: 0.2.0
 author: interference.orchestrator maintainers
 description:
+  - Internal to the experiment role, not part of the collection's public interface; it may change or go without a
+    deprecation period (docs/architecture.md, "Public surface").
   - A pair's score is the mean extra slowdown ((slowdown_a - 1) + (slowdown_b - 1)) / 2 of two apps on one node,
     median over repeats.
   - Finds profiles (entries from 0 to 1) whose dot products fit the scores in the least-squares sense, starting
