@@ -30,11 +30,19 @@ export PHASE_LOG ?= $(CURDIR)/.cache/phases.tsv
 help:  ## List the targets
 	@awk -F ':.*## ' '/^[a-z][a-z-]*:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-setup: $(VENV)/.installed $(COLLECTION_LINK)  ## Create .venv with the pinned Python dependencies, link the checkout as the collection
+setup: $(VENV)/.installed $(VENV)/.import-paths $(COLLECTION_LINK)  ## Create .venv with the pinned Python dependencies, link the checkout as the collection
 
 $(COLLECTION_LINK):
 	mkdir -p $(dir $@)
 	ln -sfn ../../.. $@
+
+# The checkout's import roots in the venv, as an installed collection would give them: collections/ (the
+# engine and plugins by their collection path, ansible_collections.interference.orchestrator...) and the
+# root (interference_extender, benchmarks, tests.support). Scripts (benchmarks/*.py) then import them as
+# the tests do (pyproject's pythonpath), without editing sys.path.
+$(VENV)/.import-paths: $(VENV)/.installed
+	$(BIN)/python -c 'import pathlib, sysconfig; pathlib.Path(sysconfig.get_paths()["purelib"], "interference_orchestrator.pth").write_text("$(CURDIR)/collections\n$(CURDIR)\n")'
+	touch $@
 
 $(VENV)/.installed: requirements.txt constraints.txt
 	$(PHASE) setup bash -c '$(PYTHON) -m venv $(VENV) && $(BIN)/pip install --quiet --upgrade pip && \

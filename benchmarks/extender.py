@@ -31,15 +31,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-for entry in (str(REPO / "collections"), str(REPO)):
-    if entry not in sys.path:
-        sys.path.insert(0, entry)
+from interference_extender.cluster_view import ClusterView
+from interference_extender.policy import ExtenderPolicy
+from interference_extender.service import ExtenderService, tune_interpreter
+from tests.support.k8s_objects import extender_args, make_node, make_pod, serialise
 
-from interference_extender.cluster_view import ClusterView  # noqa: E402
-from interference_extender.policy import ExtenderPolicy  # noqa: E402
-from interference_extender.service import ExtenderService, tune_interpreter  # noqa: E402
-from tests.support.k8s_objects import extender_args, make_node, make_pod, serialise  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 # Raw rows of the kwok part (filter + prioritize, or prioritize only with --no-filter).
 KWOK_RESULTS = {True: REPO / "benchmarks" / "results" / "extender_kwok.json",

@@ -38,14 +38,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-for entry in (str(REPO / "collections"), str(REPO)):
-    if entry not in sys.path:
-        sys.path.insert(0, entry)
+from benchmarks.extender import percentile
+from tests.support.k8s_objects import extender_args, make_node, make_pod
+from tests.support.kwok import free_port, http_status, wait_for
 
-from benchmarks.extender import percentile  # noqa: E402
-from tests.support.k8s_objects import extender_args, make_node, make_pod  # noqa: E402
-from tests.support.kwok import free_port, http_status, wait_for  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 MIB = 1024 * 1024
 CLIENT_TIMEOUT_SECONDS = 60.0

@@ -20,14 +20,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import sys
 import time
 import tracemalloc
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "collections"))
 
 from ansible_collections.interference.orchestrator.plugins.module_utils.apps_plan import plan_apps
 from ansible_collections.interference.orchestrator.plugins.module_utils.errors import PlacementError

@@ -33,21 +33,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "collections"))
-sys.path.insert(0, str(REPO))
-
-from ansible_collections.interference.orchestrator.plugins.module_utils.interference import (  # noqa: E402
+from ansible_collections.interference.orchestrator.plugins.module_utils.contract import TYPE_LABEL
+from ansible_collections.interference.orchestrator.plugins.module_utils.interference import (
     dominant_dimension,
     profile_for_type,
     profile_from_mapping,
 )
-from ansible_collections.interference.orchestrator.plugins.module_utils.placement import place  # noqa: E402
-from placement import make_heterogeneous  # noqa: E402  (benchmarks/, the script's own folder)
+from ansible_collections.interference.orchestrator.plugins.module_utils.placement import place
 
-from tests.support.kwok import TOOLS, KwokCluster, missing_tools, wait_for  # noqa: E402
+from benchmarks.placement import make_heterogeneous
+from tests.support.kwok import TOOLS, KwokCluster, missing_tools, wait_for
 
-TYPE_LABEL = "interference.orchestrator/type"
+REPO = Path(__file__).resolve().parents[1]
+
 NODE_COUNT = 20
 
 

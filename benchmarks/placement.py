@@ -30,13 +30,9 @@ import functools
 import math
 import random
 import statistics
-import sys
 import time
 import tracemalloc
-from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "collections"))
 
 from ansible_collections.interference.orchestrator.plugins.module_utils.model import (
     parse_apps,

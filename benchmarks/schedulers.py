@@ -60,12 +60,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-for entry in (str(REPO / "collections"), str(REPO)):
-    if entry not in sys.path:
-        sys.path.insert(0, entry)
-
-from ansible_collections.interference.orchestrator.plugins.module_utils.interference import (  # noqa: E402
+from ansible_collections.interference.orchestrator.plugins.module_utils.contract import PROFILE_ANNOTATION, TYPE_LABEL
+from ansible_collections.interference.orchestrator.plugins.module_utils.interference import (
     PRESSURE_DIMENSIONS,
     Profile,
     dominant_dimension,
@@ -75,15 +71,15 @@ from ansible_collections.interference.orchestrator.plugins.module_utils.interfer
     profile_from_mapping,
 )
 
-from tests.support import kwok  # noqa: E402
-from tests.support import scheduler_plugins as plugins  # noqa: E402
+from tests.support import kwok
+from tests.support import scheduler_plugins as plugins
+
+REPO = Path(__file__).resolve().parents[1]
 
 RESULTS = REPO / "benchmarks" / "results" / "schedulers.json"
 DELETE_PAGE = 500  # pods per deletecollection call
 SCHEDULERS = ("kube-scheduler", "anti-affinity", "extender", "plugins")
 MIXES = ("one-hot", "mixed")
-TYPE_LABEL = "interference.orchestrator/type"
-PROFILE_ANNOTATION = "interference.orchestrator/profile"
 
 
 def mix_nodes(mix: str, count: int) -> list[dict[str, Any]]:

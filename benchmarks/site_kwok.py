@@ -36,24 +36,22 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "collections"))
-sys.path.insert(0, str(REPO))
-
-from ansible_collections.interference.orchestrator.plugins.module_utils.interference import (  # noqa: E402
+from ansible_collections.interference.orchestrator.plugins.module_utils.cluster_state import APP_LABEL
+from ansible_collections.interference.orchestrator.plugins.module_utils.contract import TYPE_LABEL
+from ansible_collections.interference.orchestrator.plugins.module_utils.interference import (
     dot,
     interference_lower_bound,
     profile_for_type,
 )
-from kubernetes import client, config  # noqa: E402
+from kubernetes import client, config
 
-from tests.support.tools import tools_bin  # noqa: E402
+from tests.support.tools import tools_bin
 
+REPO = Path(__file__).resolve().parents[1]
 TOOLS = tools_bin()
 WORKDIR = Path(os.environ.get("KWOK_WORKDIR", "~/.kwok")).expanduser()
 APPS_NAMESPACE = "interference-apps"
 NATIVE_NAMESPACE = "bench-kube-scheduler"
-TYPE_LABEL = "interference.orchestrator/type"
 SIZES = [(4, 2), (200, 20)]
 
 
@@ -144,14 +142,14 @@ def interference_of(pods: list[Any]) -> float:
 
 def native_deployment(app: dict[str, Any]) -> dict[str, Any]:
     """The app as kube-scheduler would get it natively: no pinning, preferred anti-affinity on its type."""
-    labels = {"app.kubernetes.io/name": app["name"], TYPE_LABEL: app["type"]}
+    labels = {APP_LABEL: app["name"], TYPE_LABEL: app["type"]}
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": {"name": app["name"], "labels": labels},
         "spec": {
             "replicas": 1,
-            "selector": {"matchLabels": {"app.kubernetes.io/name": app["name"]}},
+            "selector": {"matchLabels": {APP_LABEL: app["name"]}},
             "template": {
                 "metadata": {"labels": labels},
                 "spec": {

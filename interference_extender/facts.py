@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from ansible_collections.interference.orchestrator.plugins.module_utils import schema
+from ansible_collections.interference.orchestrator.plugins.module_utils.cluster_state import APP_LABEL
 from ansible_collections.interference.orchestrator.plugins.module_utils.contract import TYPE_LABEL, pod_profile
 from ansible_collections.interference.orchestrator.plugins.module_utils.errors import PlacementError
 from ansible_collections.interference.orchestrator.plugins.module_utils.interference import (
@@ -33,7 +35,6 @@ from ansible_collections.interference.orchestrator.plugins.module_utils.interfer
 from ansible_collections.interference.orchestrator.plugins.module_utils.model import GPU_RESOURCE, parse_quantity
 
 INTERRUPTIBLE_ANNOTATION = "interference.orchestrator/interruptible"
-APP_LABEL = "app.kubernetes.io/name"
 GPU_MEMORY_LABEL = "gpu.nvidia.com/memory"
 ZONE_LABEL = "topology.kubernetes.io/zone"
 # Capacity-type labels of EKS managed node groups and of Karpenter, with the
@@ -43,8 +44,9 @@ SPOT_LABELS: dict[str, str] = {
     "karpenter.sh/capacity-type": "spot",
 }
 MIB = 1024 * 1024
-# Largest quantity the extender accepts: Go's resource.Quantity.Value() is an int64.
-MAX_QUANTITY = 2**63 - 1
+# Largest quantity the extender accepts: Go's resource.Quantity.Value() is an
+# int64, the bound the engine's schema puts on a quantity's thousandths.
+MAX_QUANTITY = schema.QUANTITY_MAX
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 
@@ -71,16 +73,14 @@ def field_of(mapping: Mapping[str, Any], key: str) -> Any:
 
 
 def json_type(value: object) -> str:
-    """The JSON name of a decoded value's type, for messages (never a Python type name)."""
-    if value is None:
-        return "null"
+    """The JSON name of a decoded value's type, for messages (never a Python type name).
+
+    The engine's schema.kind_of, in JSON's words: an object (not a mapping), true or false.
+    """
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    return "a list" if isinstance(value, list) else "an object"
+    kind = schema.kind_of(value)
+    return "an object" if kind == "a mapping" else kind
 
 
 def shown(text: str, limit: int = 64) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ansible_collections.interference.orchestrator.plugins.module_utils.api_rejections import (
+from ansible_collections.interference.orchestrator.plugins.plugin_utils.api_rejections import (
     api_rejections as name_rejections,
 )
 
@@ -15,6 +15,8 @@ short_description: Name the apps whose Deployment the API server refused in a dr
 version_added: 0.1.0
 author: interference.orchestrator maintainers
 description:
+  - Internal to the apps role, not part of the collection's public interface; it may change or go without a
+    deprecation period (docs/architecture.md, "Public surface").
   - Reads the registered result of a M(kubernetes.core.k8s) task that sent the apps' Deployments to the API server
     as a dry run (the task in check mode) with C(continue_on_error=true), so that every Deployment has a verdict.
   - >-

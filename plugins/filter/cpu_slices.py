@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible_collections.interference.orchestrator.plugins.module_utils.cpu_slices import (
+from ansible_collections.interference.orchestrator.plugins.plugin_utils.cpu_slices import (
     parse_cpu_list,
     worker_cpu_slices,
 )
@@ -16,6 +16,8 @@ short_description: Split the host's CPUs into one disjoint slice per kind worker
 version_added: 0.1.0
 author: interference.orchestrator maintainers
 description:
+  - Internal to the kind_cluster role, not part of the collection's public interface; it may change or go without a
+    deprecation period (docs/architecture.md, "Public surface").
   - Each worker gets the same number of consecutive CPUs (host CPUs // workers); the remainder is unused.
   - Returns an empty list when the host has fewer CPUs than workers, so no worker is isolated.
 positional: workers

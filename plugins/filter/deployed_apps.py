@@ -13,6 +13,8 @@ short_description: Read the current placement and the unlisted apps from the man
 version_added: 0.1.0
 author: interference.orchestrator maintainers
 description:
+  - Internal to the apps role, not part of the collection's public interface; it may change or go without a
+    deprecation period (docs/architecture.md, "Public surface").
   - Takes the C(resources) of a M(kubernetes.core.k8s_info) lookup of the Deployments the apps role manages.
   - C(previous) is each app's plan, read back from its C(interference.orchestrator/planned-nodes) annotation, with
     the nodes that are no longer in O(nodes) dropped; it is the O(interference.orchestrator.plan_apps#filter:previous)

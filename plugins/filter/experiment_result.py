@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible_collections.interference.orchestrator.plugins.module_utils.experiment import (
+from ansible_collections.interference.orchestrator.plugins.plugin_utils.experiment import (
     ExperimentError,
     parse_result_line,
 )
@@ -15,6 +15,8 @@ short_description: Read the RESULT line a workload's run-benchmark printed
 version_added: 0.1.0
 author: interference.orchestrator maintainers
 description:
+  - Internal to the experiment role, not part of the collection's public interface; it may change or go without a
+    deprecation period (docs/architecture.md, "Public surface").
   - Every workload image's C(run-benchmark) prints one line C(RESULT {json}) with C(value), C(better) and C(wall_seconds).
   - Never fails - a log without a valid RESULT line gives C(result=null) and the reason in C(error), so the run is recorded as failed.
 options:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible_collections.interference.orchestrator.plugins.module_utils.experiment import build_rounds
+from ansible_collections.interference.orchestrator.plugins.plugin_utils.experiment import build_rounds
 from ansible_collections.interference.orchestrator.plugins.plugin_utils.placement_boundary import run_engine
 
 DOCUMENTATION = r"""
@@ -13,9 +13,11 @@ short_description: The rounds of an experiment - the Jobs that run together, per
 version_added: 0.1.0
 author: interference.orchestrator maintainers
 description:
+  - Internal to the experiment role, not part of the collection's public interface; it may change or go without a
+    deprecation period (docs/architecture.md, "Public surface").
   - Per repeat, in policy order, V(baseline) gives one round per app (alone on the first node), V(pair) one round
     per pair of apps (both on the first node), any other policy one round with every app where
-    P(interference.orchestrator.experiment_plans#filter) puts it.
+    its policy puts it (docs/experiment.md).
   - Bad apps, an unknown policy or too few nodes fail with a message naming them.
 positional: nodes, policies, repeats
 options:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible_collections.interference.orchestrator.plugins.module_utils.experiment import summarize
+from ansible_collections.interference.orchestrator.plugins.plugin_utils.experiment import summarize
 from ansible_collections.interference.orchestrator.plugins.plugin_utils.placement_boundary import run_engine
 
 DOCUMENTATION = r"""
@@ -13,6 +13,8 @@ short_description: Slowdown per app and placement policy from the raw runs of an
 version_added: 0.1.0
 author: interference.orchestrator maintainers
 description:
+  - Internal to the experiment role, not part of the collection's public interface; it may change or go without a
+    deprecation period (docs/architecture.md, "Public surface").
   - Slowdown (no unit) is the value under a policy over the app's median baseline value when lower is better,
     baseline over value when higher is better; 1 means as fast as alone.
   - Failed runs are counted in C(failed) and never turned into a figure.

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible_collections.interference.orchestrator.plugins.module_utils.profiling import fit_profiles as fit
-from ansible_collections.interference.orchestrator.plugins.module_utils.profiling import pair_scores
 from ansible_collections.interference.orchestrator.plugins.plugin_utils.placement_boundary import run_engine
+from ansible_collections.interference.orchestrator.plugins.plugin_utils.profiling import fit_profiles as fit
+from ansible_collections.interference.orchestrator.plugins.plugin_utils.profiling import pair_scores
 
 DOCUMENTATION = r"""
 name: fit_profiles
@@ -14,11 +14,13 @@ short_description: Fit the engine's pressure profiles to the slowdowns of apps r
 version_added: 0.1.0
 author: interference.orchestrator maintainers
 description:
+  - Internal to the experiment role, not part of the collection's public interface; it may change or go without a
+    deprecation period (docs/architecture.md, "Public surface").
   - A pair's score is the mean extra slowdown ((slowdown_a - 1) + (slowdown_b - 1)) / 2 of two apps on one node,
     median over repeats.
   - Finds profiles (entries from 0 to 1) whose dot products fit the scores in the least-squares sense, starting
     from the declared profiles; reports the fit error.
-  - One score per pair, pairs only - see plugins/module_utils/profiling.py for the model's limits.
+  - One score per pair, pairs only - see plugins/plugin_utils/profiling.py for the model's limits.
 positional: apps
 options:
   _input:

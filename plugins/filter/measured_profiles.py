@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible_collections.interference.orchestrator.plugins.module_utils.profiling import apply_profiles
 from ansible_collections.interference.orchestrator.plugins.plugin_utils.placement_boundary import run_engine
+from ansible_collections.interference.orchestrator.plugins.plugin_utils.profiling import apply_profiles
 
 DOCUMENTATION = r"""
 name: measured_profiles

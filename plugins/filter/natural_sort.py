@@ -13,6 +13,8 @@ short_description: Sort node names as kind numbers its workers
 version_added: 0.1.0
 author: interference.orchestrator maintainers
 description:
+  - Internal to the node_labels role, not part of the collection's public interface; it may change or go without a
+    deprecation period (docs/architecture.md, "Public surface").
   - Sorts by the name without its trailing number, then by that number, with a name without a number counting as 1.
     So C(cluster-worker) comes first, then C(cluster-worker2) ... C(cluster-worker10); a plain sort would put
     C(cluster-worker10) before C(cluster-worker2).

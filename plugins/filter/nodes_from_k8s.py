@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible_collections.interference.orchestrator.plugins.module_utils.model import nodes_from_k8s as convert
+from ansible_collections.interference.orchestrator.plugins.module_utils.cluster_state import nodes_from_k8s as convert
 from ansible_collections.interference.orchestrator.plugins.plugin_utils.placement_boundary import run_engine
 
 DOCUMENTATION = r"""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible.utils.display import Display
 from ansible_collections.interference.orchestrator.plugins.module_utils.placement import place as compute_placement
 from ansible_collections.interference.orchestrator.plugins.module_utils.placement import placed_apps
 from ansible_collections.interference.orchestrator.plugins.plugin_utils.placement_boundary import run_engine
@@ -22,57 +21,19 @@ description:
   - Hard constraints are resource requests against node allocatable (cpu, memory, pods, C(nvidia.com/gpu)),
     C(node_selector) labels, C(node) pins, and replicas of one app on distinct nodes when there are enough.
   - Ties are broken by balancing requested load; the same input always gives the same plan.
-  - When no interference-free plan exists, returns the minimum-interference plan found and emits a warning
-    naming the colliding apps; O(strict=true) makes that an error.
+  - When no interference-free plan exists, returns the minimum-interference plan found; O(strict=true) makes that an
+    error naming the colliding apps. The filter is pure and prints nothing; the warning naming the colliding apps is
+    RV(interference.orchestrator.placement_report#filter:_value.warning), for the playbook to print (the apps role
+    prints the one of P(interference.orchestrator.plan_apps#filter)).
   - Bad input fails with a message naming the app (and its index) and the field. The schema is strict (an unknown
     key is an error suggesting the closest field; names, labels, quantities and numbers follow Kubernetes' rules) and
     bounded (10,000 apps, 5,000 nodes, 10,000 replicas per app, 50,000 pods); see docs/apps.md.
   - Use P(interference.orchestrator.placement_report#filter) for scores, the lower bound and the colliding pairs.
 positional: nodes
-options:
-  _input:
-    description:
-      - The apps. Each is a dict with C(name) (DNS-1123 label), C(image), and C(type) (V(cpu) or V(memory), any
-        case) or C(profile) (pressures from 0 to 1 over V(cpu), V(memory_bandwidth), V(llc), V(disk_io),
-        V(network_io)).
-      - Optional keys are C(replicas) (default 1), C(resources.requests.cpu) and C(resources.requests.memory)
-        (Kubernetes quantities), C(gpus), C(node_selector) and C(node). Other keys are kept as they are.
-    type: list
-    elements: dict
-    required: true
-  nodes:
-    description:
-      - Node names, or dicts C({name, labels, allocatable}) with allocatable C(cpu), C(memory), C(pods) and
-        C(nvidia.com/gpu) as Kubernetes quantities (a missing one does not limit; missing GPUs mean none).
-      - P(interference.orchestrator.nodes_from_k8s#filter) builds this list from M(kubernetes.core.k8s_info).
-    type: list
-    elements: raw
-    required: true
-  previous:
-    description:
-      - The current placement, app name to the list of its nodes, as read back from the cluster.
-      - Every replica that still fits stays where it is, so adding an app never moves a running one.
-      - Apps that are not in the input are ignored; a node that is not in O(nodes) is an error.
-    type: dict
-  rebalance:
-    description: Ignore O(previous) and place every app afresh.
-    type: bool
-    default: false
-  strict:
-    description: Fail instead of warning when the plan still has interference.
-    type: bool
-    default: false
-  search_effort:
-    description:
-      - Trades time for plan quality. After the greedy plan and its local search, a simulated annealing over
-        relocations and swaps of replicas runs for a number of proposed moves derived from the instance size
-        (about 1,000 per replica on small instances, at least 100 per replica on large ones), times this
-        factor. It never depends on a clock, so the same input always gives the same plan.
-      - V(0) turns the annealing off (greedy and local search only). V(10) searches about ten times as long.
-      - The annealing is skipped when the plan is already within 1% / O(search_effort) of the lower bound, and
-        when the exact search (up to 16 replicas to place) runs instead.
-    type: float
-    default: 1.0
+extends_documentation_fragment:
+  - interference.orchestrator.placement
+  - interference.orchestrator.placement.strict
+  - interference.orchestrator.placement.search_effort
 """
 
 EXAMPLES = r"""
@@ -121,9 +82,6 @@ def place(
         compute_placement, apps, nodes, previous=previous, rebalance=rebalance, strict=strict,
         search_effort=search_effort,
     )
-    warning = plan.warning()
-    if warning:
-        Display().warning(f"interference.orchestrator.place: {warning}")
     return placed_apps(apps, plan)
 
 

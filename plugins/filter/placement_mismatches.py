@@ -15,6 +15,8 @@ short_description: Name the apps whose pods do not run on their planned nodes
 version_added: 0.1.0
 author: interference.orchestrator maintainers
 description:
+  - Internal to the apps role, not part of the collection's public interface; it may change or go without a
+    deprecation period (docs/architecture.md, "Public surface").
   - Compares the pods of the managed apps (the C(resources) of a M(kubernetes.core.k8s_info) lookup) with the
     result of P(interference.orchestrator.plan_apps#filter).
   - An app matches when it has as many pods as planned replicas and they run on exactly the set of planned nodes.

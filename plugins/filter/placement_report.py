@@ -17,31 +17,9 @@ description:
   - The lower bound ignores every constraint, so no plan can score below it; when the plan meets it, or the exact
     search finished, RV(_value.proven_optimal) is true.
 positional: nodes
-options:
-  _input:
-    description: The apps, as for P(interference.orchestrator.place#filter).
-    type: list
-    elements: dict
-    required: true
-  nodes:
-    description: The nodes, as for P(interference.orchestrator.place#filter).
-    type: list
-    elements: raw
-    required: true
-  previous:
-    description: The current placement, app name to its nodes.
-    type: dict
-  rebalance:
-    description: Ignore O(previous).
-    type: bool
-    default: false
-  search_effort:
-    description:
-      - Trades time for plan quality, as for P(interference.orchestrator.place#filter); pass the same value to
-        both so the report explains the plan that is applied.
-      - V(0) turns the annealing off; V(10) searches about ten times as long. Never depends on a clock.
-    type: float
-    default: 1.0
+extends_documentation_fragment:
+  - interference.orchestrator.placement
+  - interference.orchestrator.placement.search_effort
 """
 
 EXAMPLES = r"""

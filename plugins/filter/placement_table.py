@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible_collections.interference.orchestrator.plugins.module_utils.apps_plan import placement_table as table
+from ansible_collections.interference.orchestrator.plugins.plugin_utils.placement_table import placement_table as table
 
 DOCUMENTATION = r"""
 name: placement_table
@@ -12,6 +12,8 @@ short_description: Print the result of interference.orchestrator.plan_apps as a 
 version_added: 0.1.0
 author: interference.orchestrator maintainers
 description:
+  - Internal to the apps role, not part of the collection's public interface; it may change or go without a
+    deprecation period (docs/architecture.md, "Public surface").
   - One row per app and node, columns C(APP), C(TYPE), C(NODE) and C(INTERFERENCE), aligned. INTERFERENCE is the sum
     of the scores of the pairs the app forms with other apps on that node (the report's C(interference_by_app));
     0 means no noisy neighbour.

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible.utils.display import Display
 from ansible_collections.interference.orchestrator.plugins.module_utils.apps_plan import plan_apps as compute_plan
 from ansible_collections.interference.orchestrator.plugins.plugin_utils.placement_boundary import run_engine
 
@@ -22,11 +21,14 @@ description:
     the apps role applies as they are.
   - C(profile_annotation) is the value of the pod annotation C(interference.orchestrator/profile), a JSON object
     resource to pressure, the same for apps given by C(type) and by C(profile). The scheduler extender reads it.
-  - When the plan still has interference it emits a warning naming the colliding apps; O(strict=true) makes that an
-    error.
+  - When the plan still has interference, RV(_value.report.warning) names the colliding apps (the filter is pure and
+    prints nothing; the apps role prints it); O(strict=true) makes that an error.
   - An app whose Deployment annotations (its item as JSON and one planned node per replica) would exceed 32 KiB is
     an error naming it, as Kubernetes limits all annotations of an object to 256 KiB and the apply copies them.
 positional: nodes
+extends_documentation_fragment:
+  - interference.orchestrator.placement
+  - interference.orchestrator.placement.strict
 options:
   _input:
     description: The apps, as for P(interference.orchestrator.place#filter); C(scheduler=extender) leaves an app to
@@ -34,22 +36,6 @@ options:
     type: list
     elements: dict
     required: true
-  nodes:
-    description: The nodes, as for P(interference.orchestrator.place#filter).
-    type: list
-    elements: raw
-    required: true
-  previous:
-    description: The current placement, app name to the list of its nodes; replicas that still fit stay.
-    type: dict
-  rebalance:
-    description: Ignore O(previous) and place every app afresh.
-    type: bool
-    default: false
-  strict:
-    description: Fail instead of warning when the plan still has interference.
-    type: bool
-    default: false
   deployment:
     description:
       - The settings every Deployment is built with. Without it the result has no C(manifests).
@@ -119,9 +105,6 @@ def plan_apps(
     plan = run_engine(
         compute_plan, apps, nodes, previous=previous, rebalance=rebalance, strict=strict, deployment=deployment
     )
-    warning = plan["report"]["warning"]
-    if warning:
-        Display().warning(f"interference.orchestrator.plan_apps: {warning}")
     return plan
 
 

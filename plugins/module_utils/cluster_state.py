@@ -1,4 +1,9 @@
-"""What the cluster says about the apps this collection manages: the annotations that say it, and their reading.
+"""The cluster readers: what k8s_info results say about the nodes and about the apps this collection manages.
+
+`nodes_from_k8s` reads Node objects into the engine's node dicts (its body is
+still in model.py, next to the node parsing it feeds, and is re-exported here
+so callers read the cluster from one module; moving the body is a later,
+self-contained change).
 
 `deployment_annotations` gives the annotations the apps role writes on each
 Deployment (the plan and the app item); two readings of k8s_info results,
@@ -262,3 +267,15 @@ def requested_by_node(pods: object, managed_namespace: object = None) -> dict[st
                 entry[resource] = f"{math.ceil(amounts[resource] * 1000)}m" if millis else math.ceil(amounts[resource])
         result[node_name] = entry
     return result
+
+
+def nodes_from_k8s(resources: object, pods: object = None, managed_namespace: object = None) -> list[dict[str, Any]]:
+    """The cluster's Node reader: Node objects (and the pods on them) to the engine's node mappings.
+
+    Its body is the engine's `model.nodes_from_k8s`, which needs
+    `requested_by_node` from this module: imported when called, so neither
+    module imports the other at load time.
+    """
+    from .model import nodes_from_k8s as read_nodes
+
+    return read_nodes(resources, pods, managed_namespace)

@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 from ansible_collections.interference.orchestrator.plugins.module_utils.apps_plan import plan_apps
+from ansible_collections.interference.orchestrator.plugins.module_utils.cluster_state import nodes_from_k8s
 from ansible_collections.interference.orchestrator.plugins.module_utils.contract import PROFILE_ANNOTATION
-from ansible_collections.interference.orchestrator.plugins.module_utils.model import nodes_from_k8s
 
 from tests.support import kwok
 from tests.support.k8s_objects import make_node, make_pod, serialise

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests.support import kwok
+from tests.support.cluster_contract import cluster_vars
 from tests.support.playbook_json import PlaybookRun, run_playbook
 
 pytestmark = [
@@ -30,7 +31,9 @@ class RoleRun:
         self.workdir = workdir
         self.local_dir = workdir / "interference-extender"
         self.variables: dict[str, Any] = {
-            "cluster_provider_resolved": "kwok",
+            **cluster_vars(
+                "kwok", kubeconfig=str(workdir / "clusters" / name / "kubeconfig.yaml"), context=f"kwok-{name}"
+            ),
             "cluster_name": name,
             "cluster_kwok_workdir": str(workdir),
             "cluster_kubeconfig": str(workdir / "clusters" / name / "kubeconfig.yaml"),

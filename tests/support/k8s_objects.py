@@ -13,10 +13,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ansible_collections.interference.orchestrator.plugins.module_utils.cluster_state import APP_LABEL
 from ansible_collections.interference.orchestrator.plugins.module_utils.contract import TYPE_LABEL
 from kubernetes import client
 
-from interference_extender.facts import APP_LABEL, GPU_MEMORY_LABEL, ZONE_LABEL
+from interference_extender.facts import GPU_MEMORY_LABEL, ZONE_LABEL
 
 _API = client.ApiClient()
 NODE_IMAGES = 8  # images a kubelet lists in status.images (kind nodes list about this many)

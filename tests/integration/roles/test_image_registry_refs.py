@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.cluster_contract import cluster_vars
 from tests.support.playbook_json import run_playbook
 
 REGISTRY = "123456789012.dkr.ecr.eu-west-1.amazonaws.com/interference"
@@ -41,7 +42,7 @@ def rendered(tmp_path: Path, images_registry: str) -> dict[str, Any]:
     plays = [{
         "hosts": "localhost",
         "gather_facts": False,
-        "vars": {"cluster_provider_resolved": "kind", "cluster_provider_image_source": "offline",
+        "vars": {**cluster_vars("kind", images_registry), "cluster_provider_image_source": "offline",
                  "images_registry": images_registry, "scheduler_extender_cluster_version": "v1.34.4"},
         "tasks": [
             include("pts_images", "tags"),

@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from tests.support import playbook_json
+from tests.support.cluster_contract import cluster_vars
 from tests.support.playbook_json import REPO, run_playbook
 
 ROLE = REPO / "roles" / "monitoring"
@@ -251,7 +252,7 @@ def test_kwok_skips_with_one_debug_line_and_touches_nothing(tmp_path: Path) -> N
         tmp_path,
         role_play(),
         {
-            "cluster_provider_resolved": "kwok",
+            **cluster_vars("kwok"),
             "monitoring_grafana_password_file": str(secret_file),
         },
     )
@@ -269,7 +270,7 @@ def test_check_mode_before_the_cluster_exists_generates_stores_and_installs_noth
         tmp_path,
         role_play(),
         {
-            "cluster_provider_resolved": "kind",
+            **cluster_vars("kind"),
             "kind_cluster_exists": False,
             "monitoring_grafana_password_file": str(secret_file),
             # Any call to a cluster would fail on this kubeconfig.
@@ -292,7 +293,7 @@ def test_off_is_one_line_and_touches_nothing(tmp_path: Path, mode: object) -> No
         tmp_path,
         role_play(),
         {
-            "cluster_provider_resolved": "existing",
+            **cluster_vars("existing"),
             "monitoring_mode": mode,
             "monitoring_grafana_password_file": str(secret_file),
             # Any call to a cluster would fail on this kubeconfig.
@@ -310,7 +311,7 @@ def test_auto_on_kind_installs_and_says_why(tmp_path: Path) -> None:
         tmp_path,
         role_play(),
         {
-            "cluster_provider_resolved": "kind",
+            **cluster_vars("kind"),
             "kind_cluster_exists": False,
             "monitoring_grafana_password_file": str(tmp_path / "pw"),
             "cluster_kubeconfig": str(tmp_path / "missing-kubeconfig"),

@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from tests.support import playbook_json
+from tests.support.cluster_contract import cluster_vars
 from tests.support.playbook_json import REPO, run_playbook
 
 DEBIAN_CONTEXT = REPO / "files" / "workloads"
@@ -218,7 +219,7 @@ def test_monitoring_is_one_line_offline_and_touches_nothing(tmp_path: Path) -> N
                 "tasks": [{"ansible.builtin.include_role": {"name": "interference.orchestrator.monitoring"}}],
             }
         ],
-        {"cluster_provider_resolved": "kind", "cluster_provider_image_source": "offline"},
+        {**cluster_vars("kind"), "cluster_provider_image_source": "offline"},
     )
     assert run.returncode == 0, run.report
     assert run.stats["changed"] == 0

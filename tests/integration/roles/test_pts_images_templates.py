@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from tests.support import playbook_json
+from tests.support.cluster_contract import cluster_vars
 from tests.support.playbook_json import REPO, run_playbook
 
 CONTEXT = REPO / "files" / "pts"
@@ -109,7 +110,7 @@ def test_outside_kind_the_role_is_one_debug_line(tmp_path: Path, provider: str) 
                 ],
             }
         ],
-        {"cluster_provider_resolved": provider},
+        cluster_vars(provider),
     )
     assert run.returncode == 0, run.report
     assert run.stats["changed"] == 0

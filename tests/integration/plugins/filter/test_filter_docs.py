@@ -26,3 +26,14 @@ def test_every_filter_is_documented_for_ansible_doc() -> None:
         assert doc["doc"]["short_description"], name
         assert doc["examples"].strip(), name
         assert "_value" in doc["return"], name
+
+
+# What a user calls in their own playbook (docs/architecture.md, "Public surface"); every other filter is the glue of
+# one role and says so in its documentation.
+PUBLIC = {"place", "placement_report", "plan_apps", "nodes_from_k8s", "measured_profiles"}
+
+
+def test_every_filter_is_public_or_says_it_is_internal() -> None:
+    for path in sorted((REPO / "plugins" / "filter").glob("*.py")):
+        internal = "Internal to the " in path.read_text()
+        assert internal != (path.stem in PUBLIC), f"{path.stem}: public {path.stem in PUBLIC}, says internal {internal}"

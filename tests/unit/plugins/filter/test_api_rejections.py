@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from ansible_collections.interference.orchestrator.plugins.filter.api_rejections import api_rejections
-from ansible_collections.interference.orchestrator.plugins.module_utils.api_rejections import server_status
+from ansible_collections.interference.orchestrator.plugins.plugin_utils.api_rejections import server_status
 
 FIELD = "spec.template.spec.containers[0].securityContext.runAsUser"
 

@@ -7,6 +7,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.interference.orchestrator.plugins.filter.nodes_from_k8s import nodes_from_k8s
 from ansible_collections.interference.orchestrator.plugins.filter.place import FilterModule, place
 from ansible_collections.interference.orchestrator.plugins.filter.placement_report import placement_report
+from ansible_collections.interference.orchestrator.plugins.filter.plan_apps import plan_apps
 
 APPS = [
     {"name": "c-ray", "image": "pts/c-ray", "type": "cpu"},
@@ -36,3 +37,14 @@ def test_engine_errors_become_filter_errors() -> None:
         place([APPS[0], dict(APPS[1], type="gpu")], ["w1"])
     with pytest.raises(AnsibleFilterError, match="not a Kubernetes Node object"):
         nodes_from_k8s([{"kind": "Pod"}])
+
+
+def test_the_filters_are_pure_and_return_the_warning_instead_of_printing_it(capsys: pytest.CaptureFixture[str]) -> None:
+    crowded = [dict(APPS[0]), dict(APPS[1])]
+    place(crowded, ["w1"])
+    report = placement_report(crowded, ["w1"])
+    plan = plan_apps(crowded, ["w1"])
+    captured = capsys.readouterr()
+    assert (captured.out, captured.err) == ("", "")
+    assert report["warning"].startswith("zero interference is impossible")
+    assert plan["report"]["warning"] == report["warning"]

@@ -12,7 +12,8 @@ from typing import Any
 
 import kubernetes_validate
 import pytest
-from ansible_collections.interference.orchestrator.plugins.module_utils.apps_plan import placement_table, plan_apps
+from ansible_collections.interference.orchestrator.plugins.module_utils.apps_plan import plan_apps
+from ansible_collections.interference.orchestrator.plugins.plugin_utils.placement_table import placement_table
 from ansible_collections.interference.orchestrator.plugins.module_utils.cluster_state import (
     pod_requests,
     requested_by_node,

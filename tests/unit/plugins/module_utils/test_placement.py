@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from ansible_collections.interference.orchestrator.plugins.module_utils.cluster_state import nodes_from_k8s
 from ansible_collections.interference.orchestrator.plugins.module_utils.errors import (
     AppInputError,
     InterferenceError,
@@ -15,7 +16,6 @@ from ansible_collections.interference.orchestrator.plugins.module_utils.interfer
     interference_lower_bound,
     profile_for_type,
 )
-from ansible_collections.interference.orchestrator.plugins.module_utils.model import nodes_from_k8s
 from ansible_collections.interference.orchestrator.plugins.module_utils.placement import place, placed_apps
 
 SEED_APPS = [

@@ -14,13 +14,18 @@ import hashlib
 import re
 from collections.abc import Iterable
 
-from .errors import PlacementError
+from ansible_collections.interference.orchestrator.plugins.module_utils.errors import PlacementError
 
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
 _HOST = re.compile(rf"^{_LABEL}(?:\.{_LABEL})*(?::[0-9]+)?$")
 _PATH_COMPONENT = re.compile(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$")
 _TAG = re.compile(r"^[\w][\w.-]{0,127}$")
 EXAMPLE = "123456789012.dkr.ecr.eu-west-1.amazonaws.com/interference"
+# The two characters backslash and n, not a newline: the roles computed their
+# tags in Jinja, where Ansible escapes the backslash of '\n' in a template read
+# from YAML, so every image built so far was tagged over this separator. Kept so
+# the same inputs keep their tags (a changed scheme would rebuild every image).
+SEPARATOR = "\\n"
 
 
 class ImageReferenceError(PlacementError):
@@ -67,13 +72,27 @@ def registry_reference(image: str, registry: str) -> str:
     return f"{base}/{name.rsplit('/', 1)[-1]}:{tag}"
 
 
-def content_tag(files: Iterable[tuple[str, bytes]], prefix: str = "h-", length: int = 12) -> str:
+def content_tag(
+    files: Iterable[tuple[str, bytes]],
+    prefix: str = "h-",
+    length: int = 12,
+    hashed: Iterable[tuple[str, str]] = (),
+    extra: Iterable[str] = (),
+) -> str:
     """A tag naming one build's inputs: prefix + the first `length` hex digits of a sha256.
 
-    The sha256 is over one line "<sha256 of the content> <relative path>" per
-    file, sorted by path and joined by newlines, so an edited, added or renamed
-    file gives a new tag and an unchanged tree the same one (the extender's and
-    the plugin scheduler's images; the workload images add their base image).
+    The sha256 is over these lines joined by SEPARATOR (nothing at the end):
+    - one "<sha256 of the content> <name>" per (name, hex digest) of `hashed`, in
+      the order given: files hashed elsewhere (the 72 MB plugin scheduler binary
+      through `stat`, so it is never read into memory);
+    - one "<sha256 of the content> <relative path>" per file of `files`, sorted
+      by path, so an edited, added or renamed file gives a new tag and an
+      unchanged tree the same one;
+    - each line of `extra` as it is: what else the build depends on (the base
+      image, the wheels' platforms, the workload an image runs).
+    docs/architecture.md ("One content hash") describes the scheme for every image.
     """
-    lines = [f"{hashlib.sha256(content).hexdigest()} {path}" for path, content in sorted(files)]
-    return prefix + hashlib.sha256("\n".join(lines).encode()).hexdigest()[:length]
+    lines = [f"{digest} {name}" for name, digest in hashed]
+    lines += [f"{hashlib.sha256(content).hexdigest()} {path}" for path, content in sorted(files)]
+    lines += [str(line) for line in extra]
+    return prefix + hashlib.sha256(SEPARATOR.join(lines).encode()).hexdigest()[:length]

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 from ansible_collections.interference.orchestrator.plugins.module_utils.errors import AppInputError
-from ansible_collections.interference.orchestrator.plugins.module_utils.experiment import (
+from ansible_collections.interference.orchestrator.plugins.plugin_utils.experiment import (
     ExperimentError,
     build_rounds,
     parse_result_line,

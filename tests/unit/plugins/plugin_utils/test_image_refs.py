@@ -8,7 +8,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 from ansible_collections.interference.orchestrator.plugins.filter import content_tag as content_tag_filter
 from ansible_collections.interference.orchestrator.plugins.filter.registry_image import FilterModule, registry_image
-from ansible_collections.interference.orchestrator.plugins.module_utils.image_refs import (
+from ansible_collections.interference.orchestrator.plugins.plugin_utils.image_refs import (
     ImageReferenceError,
     check_registry,
     content_tag,
@@ -118,3 +118,38 @@ def test_the_content_tag_filter_reads_files_relative_to_the_root(tmp_path: Path)
     assert content_tag_filter.content_tag(paths, str(tmp_path)) == content_tag(FILES)
     with pytest.raises(AnsibleFilterError, match=r"content_tag: cannot read .*missing\.go"):
         content_tag_filter.content_tag([*paths, str(tmp_path / "missing.go")], str(tmp_path))
+
+
+# Tags the roles' Jinja computed (ansible-core 2.19) before content_tag replaced it, for the same inputs:
+# the workload images' formula (files, then the base, then the workload) and the plugin scheduler's
+# (a stat checksum first, then the files). Equal tags mean no image is rebuilt by the change of code.
+CONTEXT = [("Dockerfile", b"FROM scratch\n"), ("sub/run", b"#!/bin/sh\necho hi\n")]
+
+
+def test_the_workload_images_keep_the_tags_the_jinja_gave() -> None:
+    assert content_tag(CONTEXT, extra=["base:1", "pts/w"]) == "h-ccbb6d5fe0d4"
+
+
+def test_a_checksum_given_by_stat_comes_first_and_keeps_the_jinja_tag() -> None:
+    assert content_tag(CONTEXT[:1], hashed=[("gpu-scheduler", "0123abcd")]) == "h-aa1ddb2e34f6"
+
+
+def test_hashed_and_extra_lines_each_change_the_tag() -> None:
+    plain = content_tag(CONTEXT)
+    assert len({plain, content_tag(CONTEXT, extra=["base:1"]), content_tag(CONTEXT, extra=["base:2"])}) == 3
+    assert content_tag(CONTEXT, hashed=[("bin", "aa")]) != content_tag(CONTEXT, hashed=[("bin", "ab")])
+
+
+def test_the_filter_passes_hashed_and_extra_and_refuses_the_wrong_types(tmp_path: Path) -> None:
+    for relative, content in CONTEXT:
+        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / relative).write_bytes(content)
+    paths = [str(tmp_path / relative) for relative, _ in CONTEXT]
+    assert content_tag_filter.content_tag(paths, str(tmp_path), extra=["base:1", "pts/w"]) == "h-ccbb6d5fe0d4"
+    assert content_tag_filter.content_tag(paths[:1], str(tmp_path), hashed={"gpu-scheduler": "0123abcd"}) == (
+        "h-aa1ddb2e34f6"
+    )
+    with pytest.raises(AnsibleFilterError, match="hashed must be a mapping"):
+        content_tag_filter.content_tag(paths, str(tmp_path), hashed=["x"])  # type: ignore[arg-type]
+    with pytest.raises(AnsibleFilterError, match="extra must be a list"):
+        content_tag_filter.content_tag(paths, str(tmp_path), extra="base:1")  # type: ignore[arg-type]

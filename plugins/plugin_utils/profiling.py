@@ -23,9 +23,10 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ansible_collections.interference.orchestrator.plugins.module_utils.interference import PRESSURE_DIMENSIONS, dot
+from ansible_collections.interference.orchestrator.plugins.module_utils.model import parse_apps
+
 from .experiment import ExperimentError, slowdown
-from .interference import PRESSURE_DIMENSIONS, dot
-from .model import parse_apps
 
 FIT_STEPS = 20_000
 FIT_TOLERANCE = 1e-12

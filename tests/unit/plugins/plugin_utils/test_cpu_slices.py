@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from ansible_collections.interference.orchestrator.plugins.module_utils.cpu_slices import (
+from ansible_collections.interference.orchestrator.plugins.plugin_utils.cpu_slices import (
     CpuListError,
     format_cpu_list,
     parse_cpu_list,

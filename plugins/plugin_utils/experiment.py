@@ -17,10 +17,10 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .errors import PlacementError
-from .interference import dominant_dimension
-from .model import parse_apps, parse_nodes
-from .placement import place
+from ansible_collections.interference.orchestrator.plugins.module_utils.errors import PlacementError
+from ansible_collections.interference.orchestrator.plugins.module_utils.interference import dominant_dimension
+from ansible_collections.interference.orchestrator.plugins.module_utils.model import parse_apps, parse_nodes
+from ansible_collections.interference.orchestrator.plugins.module_utils.placement import place
 
 # The policies an experiment can compare; `baseline` is each app alone and
 # `pair` (profiling) each pair of apps alone together on the first node.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .errors import PlacementError
+from ansible_collections.interference.orchestrator.plugins.module_utils.errors import PlacementError
 
 
 class CpuListError(PlacementError):

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from ansible_collections.interference.orchestrator.plugins.module_utils.experiment import ExperimentError
 from ansible_collections.interference.orchestrator.plugins.module_utils.interference import dot, profile_from_mapping
-from ansible_collections.interference.orchestrator.plugins.module_utils.profiling import (
+from ansible_collections.interference.orchestrator.plugins.plugin_utils.experiment import ExperimentError
+from ansible_collections.interference.orchestrator.plugins.plugin_utils.profiling import (
     apply_profiles,
     fit_profiles,
     pair_key,
