@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible_collections.interference.orchestrator.plugins.module_utils.isolation import matrices
+from ansible_collections.interference.orchestrator.plugins.plugin_utils.isolation import matrices
 from ansible_collections.interference.orchestrator.plugins.plugin_utils.placement_boundary import run_engine
 
 DOCUMENTATION = r"""
 name: isolation_matrix
 short_description: Nodes x nodes matrices of the interference probe's pressure, one per stressor
-version_added: 0.2.0
+version_added: 0.1.0
 author: interference.orchestrator maintainers
 description:
   - Row is the worker a stressor ran on, column the worker observed, value the mean over the window of the observed

@@ -21,7 +21,7 @@ from typing import Any
 from .cluster_state import MANAGED_ANNOTATIONS_MAX_BYTES, annotations_size, deployment_annotations
 from .contract import profile_annotation, profile_mapping
 from .errors import AppInputError, InterferenceError
-from .manifests import PLUGINS, deployments, parse_settings
+from .manifests import deployments, parse_settings
 from .model import App, normalised_item, parse_apps, parse_flag, parse_nodes
 from .placement import plan_placement
 

@@ -11,7 +11,6 @@ from typing import Any
 
 from ansible_collections.interference.orchestrator.plugins.module_utils.manifests import PLUGINS
 
-
 # Nodes the table names as left out (the report lists them all).
 LEFT_OUT_LISTED = 20
 

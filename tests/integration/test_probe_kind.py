@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ansible_collections.interference.orchestrator.plugins.module_utils.isolation import matrices
+from ansible_collections.interference.orchestrator.plugins.plugin_utils.isolation import matrices
 
 from .test_experiment_kind import TOOLS_BIN, VENV_BIN, docker_answers, free_port, tail
 

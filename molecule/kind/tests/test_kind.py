@@ -38,7 +38,7 @@ from ansible_collections.interference.orchestrator.plugins.module_utils.interfer
     interference_lower_bound,
     profile_for_type,
 )
-from ansible_collections.interference.orchestrator.plugins.module_utils.prometheus import (
+from ansible_collections.interference.orchestrator.plugins.plugin_utils.prometheus import (
     active_targets,
     query,
     target_problems,

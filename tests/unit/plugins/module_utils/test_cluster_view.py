@@ -13,7 +13,6 @@ from typing import Any
 import kubernetes_validate
 import pytest
 from ansible_collections.interference.orchestrator.plugins.module_utils.apps_plan import plan_apps
-from ansible_collections.interference.orchestrator.plugins.plugin_utils.placement_table import placement_table
 from ansible_collections.interference.orchestrator.plugins.module_utils.cluster_state import (
     pod_requests,
     requested_by_node,
@@ -26,6 +25,7 @@ from ansible_collections.interference.orchestrator.plugins.module_utils.errors i
 from ansible_collections.interference.orchestrator.plugins.module_utils.model import nodes_from_k8s
 from ansible_collections.interference.orchestrator.plugins.module_utils.placement import place
 from ansible_collections.interference.orchestrator.plugins.module_utils.schema import tolerates
+from ansible_collections.interference.orchestrator.plugins.plugin_utils.placement_table import placement_table
 
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
 SETTINGS = {"namespace": "apps", "command": ["sleep", "1"]}

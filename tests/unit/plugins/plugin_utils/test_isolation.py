@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 from ansible_collections.interference.orchestrator.plugins.module_utils.errors import PlacementError
-from ansible_collections.interference.orchestrator.plugins.module_utils.isolation import matrices, mean_pressure
+from ansible_collections.interference.orchestrator.plugins.plugin_utils.isolation import matrices, mean_pressure
 
 NODES = ["w1", "w2"]
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from ansible_collections.interference.orchestrator.plugins.module_utils import prometheus
-from ansible_collections.interference.orchestrator.plugins.module_utils.prometheus import (
+from ansible_collections.interference.orchestrator.plugins.plugin_utils import prometheus
+from ansible_collections.interference.orchestrator.plugins.plugin_utils.prometheus import (
     PrometheusQueryError,
     PrometheusUnavailable,
     target_problems,
