@@ -10,6 +10,7 @@ point, run through ansible-playbook), given to kwokctl's scheduler with
 
 from __future__ import annotations
 
+import fcntl
 import http.client
 import json
 import os
@@ -30,6 +31,8 @@ from tests.support.tools import tools_bin
 
 REPO = Path(__file__).resolve().parents[2]
 TOOLS = tools_bin()
+# The kwok_cluster role's kwok_cluster_create_lock default: creations take turns (KwokCluster.create).
+CREATE_LOCK = "/tmp/interference-orchestrator-kwokctl-create.lock"
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kwokctl", "kubectl")
 
 
@@ -104,7 +107,13 @@ class KwokCluster:
         ]
         if self.scheduler_config is not None:
             argv += ["--kube-scheduler-config", str(self.scheduler_config)]
-        subprocess.run([*argv, *self.create_args], check=True, env=self.env, capture_output=True)
+        # One creation at a time on the machine, under the kwok_cluster role's lock
+        # (its default): every kwokctl picks its ports counting down from 32767,
+        # taking the first nothing listens on yet, so two creations at once (xdist
+        # workers, or two checkouts) pick the same ports and share one etcd.
+        with open(CREATE_LOCK, "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            subprocess.run([*argv, *self.create_args], check=True, env=self.env, capture_output=True)
         # kwokctl's --wait covers the components, not the controller-manager's
         # first sync: a pod created before the `default` ServiceAccount exists
         # is refused by the ServiceAccount admission plugin.
