@@ -92,9 +92,11 @@ class Setup:
         return self.api.read_namespaced_pod(name, "default")
 
     def can_i(self, account: str, verb: str, resource: str, namespace: str) -> bool:
+        """`kubectl auth can-i` as the ServiceAccount; `pods/binding` is the subresource, `leases/x` a name."""
+        what = ["pods", "--subresource=binding"] if resource == "pods/binding" else [resource]
         proc = subprocess.run(
             [str(kwok.TOOLS / "kubectl"), "--kubeconfig", str(self.cluster.kubeconfig), "auth", "can-i", verb,
-             resource, "-n", namespace, f"--as=system:serviceaccount:kube-system:{account}"],
+             *what, "-n", namespace, f"--as=system:serviceaccount:kube-system:{account}"],
             capture_output=True, text=True, check=False,
         )
         assert proc.stdout.strip() in ("yes", "no"), proc.stdout + proc.stderr

@@ -165,6 +165,8 @@ def test_labels_follow_the_contract_on_deployment_and_pods(rendered: dict[str, A
         labels = manifest["metadata"]["labels"]
         assert labels["app.kubernetes.io/name"] == name
         assert labels["app.kubernetes.io/managed-by"] == MANAGED_BY
+        # The owner label prune selects by: on the Deployment only (the pods keep their labels).
+        assert labels.pop("interference.orchestrator/apps-owner") == "default"
         assert manifest["spec"]["template"]["metadata"]["labels"] == labels
         selector = manifest["spec"]["selector"]["matchLabels"]
         assert selector.items() <= labels.items()
