@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -287,3 +288,65 @@ def test_a_prune_in_kube_system_leaves_the_extender_and_its_scheduler(cluster: C
     assert sorted(set(after) - set(system)) == ["b1", "b2", "b3"]
     assert_one_plan_runs(cluster, ["b1", "b2", "b3"], "kube-system")
     assert cluster.lease("kube-system") is None
+
+
+# Interrupted runs: 24 apps, so the apply (one Deployment after another) and the
+# prune (one delete per app) last long enough to be caught in the middle.
+MANY = [{"name": f"many{i:02d}", "image": "pts/c-ray", "type": "cpu" if i % 2 else "memory"} for i in range(24)]
+OTHERS = [{"name": f"other{i:02d}", "image": "pts/c-ray", "type": "cpu" if i % 2 else "memory"} for i in range(3)]
+
+
+def interrupt(run: RunningPlaybook) -> None:
+    """What a user does: Ctrl-C, then, when it does not stop within 2 s, SIGKILL."""
+    run.process.send_signal(signal.SIGINT)
+    try:
+        run.process.wait(timeout=2)
+    except subprocess.TimeoutExpired:
+        run.process.kill()
+        run.process.wait()
+
+
+def assert_converges(cluster: Cluster, ns: str, apps: list[dict[str, Any]]) -> None:
+    """A rerun (breaking the killed run's lock) succeeds with every app on its planned node; a third changes nothing."""
+    rerun = cluster.site(apps, apps_namespace=ns, apps_lock_break=True, apps_strict=False)
+    assert rerun.returncode == 0, failed_output(rerun)
+    names = sorted(app["name"] for app in apps)
+    deployments = cluster.deployments(ns)
+    assert sorted(deployments) == names
+    pods = cluster.settled_pods(ns)
+    for name, deployment in deployments.items():
+        planned = deployment.metadata.annotations[PLANNED].split(",")
+        assert Counter(p.spec.node_name for p in pods[name]) == Counter(planned), name
+        assert all(p.status.phase == "Running" for p in pods[name]), name
+    third = cluster.site(apps, apps_namespace=ns)
+    assert third.returncode == 0, failed_output(third)
+    assert third.stats["changed"] == 0, failed_output(third)
+    assert cluster.lease(ns) is None
+
+
+def test_a_run_killed_during_the_apply_converges_on_rerun(cluster: Cluster) -> None:
+    ns = "killed-in-apply"
+    run = cluster.start_site(MANY, apps_namespace=ns)
+    try:
+        kwok.wait_for("the apply to be under way", lambda: run.process.poll() is None
+                      and 0 < len(cluster.deployments(ns)) < len(MANY), timeout=300, interval=0.02)
+    finally:
+        interrupt(run)
+    assert 0 < len(cluster.deployments(ns)) < len(MANY), "the run was not stopped in the middle of its apply"
+    assert_converges(cluster, ns, MANY)
+
+
+def test_a_run_killed_during_the_prune_converges_on_rerun(cluster: Cluster) -> None:
+    ns = "killed-in-prune"
+    first = cluster.site(MANY, apps_namespace=ns)
+    assert first.returncode == 0, failed_output(first)
+    run = cluster.start_site(OTHERS, apps_namespace=ns)
+    try:
+        kwok.wait_for("the prune to be under way", lambda: run.process.poll() is None
+                      and 0 < sum(name.startswith("many") for name in cluster.deployments(ns)) < len(MANY),
+                      timeout=300, interval=0.02)
+    finally:
+        interrupt(run)
+    left = [name for name in cluster.deployments(ns) if name.startswith("many")]
+    assert 0 < len(left) < len(MANY), "the run was not stopped in the middle of its prune"
+    assert_converges(cluster, ns, OTHERS)
