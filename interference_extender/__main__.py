@@ -24,7 +24,7 @@ import yaml
 from .cluster_view import ClusterView
 from .policy import ExtenderConfigError, policy_from_mapping
 from .repeated_logs import RepeatedLogFilter
-from .server import ServerLimits, memory_bound_bytes, serve
+from .server import ServerLimits, client_auth, memory_bound_bytes, serve
 from .service import ExtenderService, tune_interpreter
 
 LOG = logging.getLogger("interference_extender")
@@ -78,6 +78,19 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     limits.add_argument(
         "--idle-timeout", type=float, default=DEFAULTS.idle_timeout,
         help=f"seconds a keep-alive connection may wait for its next request (default {DEFAULTS.idle_timeout:g})",
+    )
+    tls = parser.add_argument_group("HTTPS with client certificates (see docs/extender.md, Who may call it)")
+    tls.add_argument(
+        "--tls-cert", type=Path, help="serve HTTPS with this certificate (PEM); needs --tls-key and --client-ca"
+    )
+    tls.add_argument("--tls-key", type=Path, help="private key of --tls-cert (PEM)")
+    tls.add_argument(
+        "--client-ca", type=Path,
+        help="CA (PEM) the scheduler's client certificate must chain to for /filter, /prioritize and /bind",
+    )
+    tls.add_argument(
+        "--client-name", action="append", default=[],
+        help="commonName of a client certificate allowed to call them (repeatable; default interference-scheduler)",
     )
     parser.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     parser.add_argument(
@@ -178,8 +191,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             "(nodeCacheCapable requests fail every node: the extender knows none)"
         )
     host, port = args.listen
+    tls = None
+    if args.tls_cert or args.tls_key or args.client_ca:
+        if not (args.tls_cert and args.tls_key and args.client_ca):
+            LOG.error("HTTPS needs all of --tls-cert, --tls-key and --client-ca")
+            return 2
+        try:
+            tls = client_auth(str(args.tls_cert), str(args.tls_key), str(args.client_ca),
+                              frozenset(args.client_name or ["interference-scheduler"]))
+        except (OSError, ValueError) as exc:
+            LOG.error("cannot use the TLS files: %s", exc)  # noqa: TRY400 - the message says it all
+            return 2
+    else:
+        LOG.warning("plain HTTP: any client that reaches %s:%s may call /filter, /prioritize and /bind", host, port)
     try:
-        server = serve(ExtenderService(view, policy), host, port, limits)
+        server = serve(ExtenderService(view, policy), host, port, limits, tls)
     except OSError as exc:
         LOG.error("cannot listen on %s:%s: %s", host, port, exc)  # noqa: TRY400
         return 2
@@ -196,8 +222,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.pid_file:
         args.pid_file.write_text(f"{os.getpid()}\n", encoding="utf-8")
     LOG.info(
-        "listening on http://%s:%s (POST /filter, /prioritize, /bind; GET /healthz, /readyz, /metrics)",
-        *server.server_address[:2],
+        "listening on %s://%s:%s (POST /filter, /prioritize, /bind; GET /healthz, /readyz, /metrics)",
+        "https" if tls else "http", *server.server_address[:2],
     )
     try:
         server.serve_forever()

@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+from .decisions import BindingArgs, binding_refusal
 from .facts import NodeFacts, PodFacts, PodIndex, node_facts, pod_facts
 
 LOG = logging.getLogger("interference_extender.view")
@@ -79,6 +80,8 @@ class ClusterView:
         self.nodes: dict[str, NodeFacts] = {}
         self._lock = threading.Lock()
         self._synced = {"pods": threading.Event(), "nodes": threading.Event()}
+        # Kind (pods, nodes) -> why its watch was lost, until a list succeeds again.
+        self.lost: dict[str, str] = {}
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self.watching = False
@@ -136,6 +139,16 @@ class ClusterView:
             if due is None:
                 return
             self._bind_calls.wait(timeout=due - now)
+
+    def unready_reason(self) -> str | None:
+        """Why the view cannot be trusted now (first lists not read yet, a watch lost), or None."""
+        if self.synced:
+            return None
+        with self._lock:
+            lost = sorted(self.lost.items())
+        if lost:
+            return "; ".join(f"the watch of {kind} was lost ({why}), listing again" for kind, why in lost)
+        return "waiting for the first list of pods and nodes"
 
     @property
     def synced(self) -> bool:
@@ -223,18 +236,32 @@ class ClusterView:
             if not bound:
                 self.pods.remove(facts.key)
 
-    def bind(self, namespace: str, name: str, uid: str | None, node: str) -> bool:
+    def bind(self, args: BindingArgs, scheduler_names: frozenset[str]) -> bool:
         """Bind a pod to a node for kube-scheduler (its `bindVerb`), recording it in the view first.
 
-        Returns True when the pod was recorded at once, False when only the
-        watch will bring it (record_binding). Raises BindError with the API
-        server's answer when the Binding is refused.
+        The pod is read from the API server first and must be of the UID
+        named, unbound, and of one of `scheduler_names` (binding_refusal);
+        otherwise no Binding is sent. Returns True when the pod was recorded
+        at once, False when only the watch will bring it (record_binding).
+        Raises BindError with the refusal or the API server's answer.
         """
         from kubernetes import client
         from kubernetes.client.exceptions import ApiException
 
+        namespace, name, uid, node = args.namespace, args.name, args.uid, args.node
         if self._binder is None:
             raise BindError("the extender watches no cluster (started without --kubeconfig): it cannot bind pods")
+        try:
+            response = self._binder.read_namespaced_pod(
+                name, namespace, _preload_content=False, _request_timeout=BIND_TIMEOUT_SECONDS
+            )
+            pod = json.loads(response.data)
+        except Exception as exc:
+            reason = _api_message(exc) if isinstance(exc, ApiException) else f"{type(exc).__name__}: {exc}"
+            raise BindError(f"binding pod {namespace}/{name} to node {node}: reading the pod: {reason}") from exc
+        refusal = binding_refusal(pod if isinstance(pod, Mapping) else {}, args, scheduler_names)
+        if refusal is not None:
+            raise BindError(f"refused to bind to node {node}: {refusal}")
         recorded = self.record_binding(f"{namespace}/{name}", uid, node)
         binding = client.V1Binding(
             metadata=client.V1ObjectMeta(name=name, namespace=namespace, uid=uid),
@@ -306,6 +333,8 @@ class ClusterView:
                 replace(items)
                 if not self._synced[name].is_set():
                     LOG.info("view: listed %d %s", len(items), name)
+                with self._lock:
+                    self.lost.pop(name, None)
                 self._synced[name].set()
                 while not self._stop.is_set():
                     stream = watch.Watch().stream(
@@ -332,6 +361,13 @@ class ClusterView:
             except Exception as exc:
                 failures += 1
                 delay = BACKOFF_SECONDS[min(failures, len(BACKOFF_SECONDS)) - 1]
+                if not isinstance(exc, WatchExpiredError):
+                    # The API server is out of reach: the view goes stale, so /readyz
+                    # answers 503 until a fresh list succeeds. (An expired watch is
+                    # routine: the list that follows takes milliseconds.)
+                    with self._lock:
+                        self.lost[name] = f"{type(exc).__name__}: {exc}"
+                    self._synced[name].clear()
                 LOG.warning(
                     "view: %s watch ended (%s: %s); listing again in %.1fs", name, type(exc).__name__, exc, delay
                 )

@@ -121,7 +121,7 @@ class BindingArgs:
 
     name: str
     namespace: str
-    uid: str | None
+    uid: str
     node: str
 
 
@@ -136,9 +136,36 @@ def parse_binding_args(body: object) -> BindingArgs:
             raise ExtenderInputError(f"ExtenderBindingArgs.{key}: expected a non-empty string, got {json_type(value)}")
         values[key] = value
     uid = field_of(body, "PodUID")
-    if uid is not None and not isinstance(uid, str):
-        raise ExtenderInputError(f"ExtenderBindingArgs.PodUID: expected a string, got {json_type(uid)}")
-    return BindingArgs(name=values["PodName"], namespace=values["PodNamespace"], uid=uid or None, node=values["Node"])
+    # kube-scheduler always names the UID; without it a pod deleted and created
+    # again under the same name could be bound in place of the one scheduled.
+    if not isinstance(uid, str) or not uid:
+        raise ExtenderInputError(
+            "ExtenderBindingArgs.PodUID: expected the pod's UID (a non-empty string), got "
+            + ("an empty string" if uid == "" else json_type(uid))
+        )
+    return BindingArgs(name=values["PodName"], namespace=values["PodNamespace"], uid=uid, node=values["Node"])
+
+
+def binding_refusal(pod: Mapping[str, Any], args: BindingArgs, scheduler_names: frozenset[str]) -> str | None:
+    """Why the extender must not bind `pod` (the object the API server holds now) as `args` asks, or None.
+
+    Only a pod of one of `scheduler_names` (the policy's, which the extender
+    decides for), of the UID named and not bound yet is bound: the extender's
+    pods/binding permission must not bind any pod for any caller.
+    """
+    where = f"pod {args.namespace}/{args.name}"
+    raw_metadata, raw_spec = pod.get("metadata"), pod.get("spec")
+    metadata: Mapping[str, Any] = raw_metadata if isinstance(raw_metadata, Mapping) else {}
+    spec: Mapping[str, Any] = raw_spec if isinstance(raw_spec, Mapping) else {}
+    if metadata.get("uid") != args.uid:
+        return f"{where} has UID {metadata.get('uid')}, not {args.uid} as the bind call says: not bound"
+    if spec.get("nodeName"):
+        return f"{where} is already bound to node {spec['nodeName']}: not bound again"
+    scheduler = spec.get("schedulerName") or "default-scheduler"
+    if scheduler not in scheduler_names:
+        names = ", ".join(sorted(scheduler_names)) or "none (scheduler_names is empty)"
+        return f"{where} is scheduled by {scheduler}, not by this extender's scheduler ({names}): not bound"
+    return None
 
 
 def _candidates(

@@ -36,6 +36,7 @@ import io
 import logging
 import selectors
 import socket
+import ssl
 import threading
 import time
 from dataclasses import dataclass
@@ -58,7 +59,12 @@ MAX_LINGERING = 1024
 # there rather than retrying its SYN after 1, 3, 7 seconds.
 LISTEN_BACKLOG = 1024
 # Label values of interference_extender_refused_total.
-REFUSAL_REASONS = ("connections", "body_budget", "deadline", "body_too_large", "head_too_large", "bad_request")
+REFUSAL_REASONS = (
+    "connections", "body_budget", "deadline", "body_too_large", "head_too_large", "bad_request",
+    "tls_handshake", "unauthenticated",
+)
+# The paths only the scheduler may call when TLS is on (the probes and /metrics take no client certificate).
+SCHEDULER_PATHS = frozenset({"/filter", "/prioritize", "/bind"})
 # Memory (docs/extender.md, Memory; measured with benchmarks/extender_overload.py memory):
 # peak resident bytes per byte of request body, decoded, decided and answered, for
 # the worst body shape found (lists of one empty list, `[[]],`: 38.9); kubelet-like
@@ -68,6 +74,40 @@ PARSE_OVERHEAD = 40
 BASE_BYTES = 100 * 1024 * 1024
 # One connection: its thread's stack in use, the read buffer, the head at its limit.
 PER_CONNECTION_BYTES = 256 * 1024
+
+
+@dataclass(frozen=True)
+class ClientAuth:
+    """HTTPS with client certificates: who may call filter, prioritize and bind.
+
+    `context` is a server SSLContext that verifies a client certificate when
+    one is sent (CERT_OPTIONAL: the kubelet's probes send none); the
+    scheduler's certificate must chain to the role's CA and name one of
+    `client_names` (its subject's commonName) for SCHEDULER_PATHS.
+    """
+
+    context: ssl.SSLContext
+    client_names: frozenset[str]
+
+
+def client_auth(cert: str, key: str, client_ca: str, client_names: frozenset[str]) -> ClientAuth:
+    """The TLS settings of the extender: its certificate and key, the CA its callers' certificates chain to."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(cert, key)
+    context.load_verify_locations(cafile=client_ca)
+    context.verify_mode = ssl.CERT_OPTIONAL
+    return ClientAuth(context, frozenset(client_names))
+
+
+def _common_names(peer: Any) -> set[str]:
+    """The commonName values of a certificate's subject, as SSLSocket.getpeercert() returns it."""
+    names: set[str] = set()
+    for rdn in (peer or {}).get("subject", ()):
+        for key, value in rdn:
+            if key == "commonName":
+                names.add(value)
+    return names
 
 
 @dataclass(frozen=True)
@@ -295,9 +335,12 @@ class ExtenderHTTPServer(ThreadingHTTPServer):
     allow_reuse_address = True
     request_queue_size = LISTEN_BACKLOG
 
-    def __init__(self, address: tuple[str, int], service: ExtenderService, limits: ServerLimits) -> None:
+    def __init__(
+        self, address: tuple[str, int], service: ExtenderService, limits: ServerLimits, tls: ClientAuth | None = None
+    ) -> None:
         self.service = service
         self.limits = limits
+        self.tls = tls
         limits.check()
         self.connection_slots = threading.BoundedSemaphore(limits.max_connections)
         self.body_budget = BodyBudget(limits.body_budget_bytes)
@@ -329,9 +372,31 @@ class ExtenderHTTPServer(ThreadingHTTPServer):
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
+            if self.tls is not None:
+                request = self._handshake(request, client_address)
+                if request is None:
+                    return
             super().process_request_thread(request, client_address)
         finally:
             self.connection_slots.release()
+
+    def _handshake(self, request: socket.socket, client_address: Any) -> ssl.SSLSocket | None:
+        """The TLS handshake, on the connection's own thread and within request_timeout; None when it fails."""
+        assert self.tls is not None
+        try:
+            wrapped = self.tls.context.wrap_socket(request, server_side=True, do_handshake_on_connect=False)
+        except (OSError, ValueError):
+            request.close()
+            return None
+        try:
+            wrapped.settimeout(self.limits.request_timeout)
+            wrapped.do_handshake()
+        except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError: a bad certificate, plain HTTP, a scan
+            self.refusals.labels(reason="tls_handshake").inc()
+            LOG.info("TLS handshake with %s failed: %s", client_address[0] if client_address else "?", exc)
+            wrapped.close()
+            return None
+        return wrapped
 
     def linger_on_close(self, request: socket.socket) -> None:
         """Close this connection gracefully when its handler is done (its input may hold an unread body)."""
@@ -478,6 +543,19 @@ class ExtenderRequestHandler(BaseHTTPRequestHandler):
         return super().handle_expect_100() if self._body_refusal() is None else True
 
     def _handle(self) -> None:
+        tls = self.server.tls
+        if tls is not None and (self.path.split("?", 1)[0].rstrip("/") or "/") in SCHEDULER_PATHS:
+            peer = self.connection.getpeercert() if isinstance(self.connection, ssl.SSLSocket) else None
+            names = _common_names(peer)
+            if not names & tls.client_names:
+                who = ", ".join(sorted(names)) if names else "no client certificate"
+                allowed = ", ".join(sorted(tls.client_names))
+                self._refuse(
+                    _text(403, f"{self.path} is for the scheduler only (a client certificate of {allowed} from "
+                               f"the extender's CA); the caller sent {who}"),
+                    "unauthenticated",
+                )
+                return
         if self.command != "POST":
             announced = self.headers.get("Transfer-Encoding") is not None or (
                 self.headers.get("Content-Length", "0").strip() != "0"
@@ -515,6 +593,8 @@ class ExtenderRequestHandler(BaseHTTPRequestHandler):
         LOG.debug("%s - %s", self.address_string(), format % args)
 
 
-def serve(service: ExtenderService, host: str, port: int, limits: ServerLimits) -> ExtenderHTTPServer:
-    """Bind the server (port 0 picks a free one); call serve_forever() on the result."""
-    return ExtenderHTTPServer((host, port), service, limits)
+def serve(
+    service: ExtenderService, host: str, port: int, limits: ServerLimits, tls: ClientAuth | None = None
+) -> ExtenderHTTPServer:
+    """Bind the server (port 0 picks a free one); call serve_forever() on the result. `tls`: HTTPS."""
+    return ExtenderHTTPServer((host, port), service, limits, tls)

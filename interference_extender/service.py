@@ -143,7 +143,8 @@ class ExtenderService:
         if route == "/healthz":
             return _text(200, "ok")
         if route == "/readyz":
-            return _text(200, "ok") if self.view.synced else _text(503, "waiting for the first list of pods and nodes")
+            reason = self.view.unready_reason()
+            return _text(200, "ok") if reason is None else _text(503, reason)
         if route == "/metrics":
             return Response(200, CONTENT_TYPE_LATEST, generate_latest(self.metrics.registry))
         return _text(
@@ -186,7 +187,7 @@ class ExtenderService:
         except ExtenderInputError as exc:
             return _text(400, f"bad bind request: {exc}")
         try:
-            recorded = self.view.bind(args.namespace, args.name, args.uid, args.node)
+            recorded = self.view.bind(args, self.policy.scheduler_names)
         except BindError as exc:
             LOG.warning("%s", exc)
             self.metrics.bindings.labels(result="failed").inc()

@@ -42,8 +42,9 @@ options:
       - C(namespace) (required), C(command) (required, the container command of apps that give none),
         C(security_context) (the container securityContext each app's own is merged over),
         C(automount_service_account_token), C(scheduler_name) and C(plugins_scheduler_name) (the schedulerName of
-        apps with C(scheduler=extender) and C(scheduler=plugins)), and C(image_refs) (image to the reference to use
-        instead).
+        apps with C(scheduler=extender) and C(scheduler=plugins)), C(image_refs) (image to the reference to use
+        instead) and C(owner) (the value of the label C(interference.orchestrator/apps-owner) on each Deployment,
+        which the apps role prunes by; empty for none).
     type: dict
 """
 

@@ -59,11 +59,17 @@ class DeploymentSettings:
     scheduler_name: str = "interference-scheduler"
     plugins_scheduler_name: str = "gpu-scheduler"
     image_refs: Mapping[str, str] = field(default_factory=dict)
+    # The instance that owns the Deployments (apps_instance): prune selects by OWNER_LABEL alone, so
+    # it reaches nothing but this instance's apps ("" for no owner label).
+    owner: str = ""
 
+
+# On the Deployment only (not its pods): the apps role's prune selects by it.
+OWNER_LABEL = "interference.orchestrator/apps-owner"
 
 SETTINGS_FIELDS: tuple[str, ...] = (
     "namespace", "command", "security_context", "automount_service_account_token", "scheduler_name",
-    "plugins_scheduler_name", "image_refs",
+    "plugins_scheduler_name", "image_refs", "owner",
 )
 
 
@@ -95,6 +101,7 @@ def _settings(value: object) -> DeploymentSettings:
         plugins_scheduler_name=schema.dns_subdomain(settings.get("plugins_scheduler_name", "gpu-scheduler"),
                                                     "deployment.plugins_scheduler_name"),
         image_refs={str(key): str(ref) for key, ref in image_refs.items()},
+        owner=schema.label_value(settings.get("owner", ""), "deployment.owner") if settings.get("owner") else "",
     )
 
 
@@ -236,7 +243,7 @@ def deployment(entry: Mapping[str, Any], settings: DeploymentSettings) -> dict[s
         "metadata": {
             "name": name,
             "namespace": settings.namespace,
-            "labels": labels,
+            "labels": {**labels, OWNER_LABEL: settings.owner} if settings.owner else labels,
             "annotations": dict(entry["annotations"]),
         },
         "spec": spec,

@@ -39,6 +39,9 @@ class RoleRun:
             "cluster_kubeconfig": str(workdir / "clusters" / name / "kubeconfig.yaml"),
             "cluster_context": f"kwok-{name}",
             "scheduler_extender_local_listen": listen,
+            # Plain HTTP, as the cluster was created with (render_scheduler_config); the role's
+            # HTTPS is tests/integration/test_extender_auth_kwok.py.
+            "scheduler_extender_tls": False,
         }
 
     def run(self, tmp_path: Path, check: bool = False, **extra: Any) -> PlaybookRun:

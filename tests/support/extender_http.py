@@ -14,7 +14,7 @@ from contextlib import contextmanager
 
 from interference_extender.cluster_view import ClusterView
 from interference_extender.policy import ExtenderPolicy
-from interference_extender.server import ExtenderHTTPServer, ServerLimits, serve
+from interference_extender.server import ClientAuth, ExtenderHTTPServer, ServerLimits, serve
 from interference_extender.service import ExtenderService
 
 CLIENT_TIMEOUT_SECONDS = 10.0
@@ -22,11 +22,14 @@ CLIENT_TIMEOUT_SECONDS = 10.0
 
 @contextmanager
 def running_server(
-    limits: ServerLimits, view: ClusterView | None = None, policy: ExtenderPolicy | None = None
+    limits: ServerLimits,
+    view: ClusterView | None = None,
+    policy: ExtenderPolicy | None = None,
+    tls: ClientAuth | None = None,
 ) -> Iterator[ExtenderHTTPServer]:
-    """A server with these limits on a free port of 127.0.0.1, serving until the block ends."""
+    """A server with these limits on a free port of 127.0.0.1, serving until the block ends (HTTPS with `tls`)."""
     service = ExtenderService(view or ClusterView(), policy or ExtenderPolicy())
-    server = serve(service, "127.0.0.1", 0, limits)
+    server = serve(service, "127.0.0.1", 0, limits, tls)
     # A short poll interval: shutdown() waits for it, once per test.
     thread = threading.Thread(
         target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="extender-under-test", daemon=True

@@ -65,7 +65,13 @@ def render_scheduler_config(
 ) -> tuple[Path, Path]:
     """Run the role's scheduler_config entry point; returns (KubeSchedulerConfiguration, policy) paths."""
     directory.mkdir(parents=True, exist_ok=True)
-    variables = {"scheduler_extender_local_dir": str(directory), "scheduler_extender_local_listen": listen}
+    # Plain HTTP unless asked: these harnesses start their own extender without certificates
+    # (tests/integration/test_extender_auth_kwok.py runs the role's HTTPS).
+    variables: dict[str, Any] = {
+        "scheduler_extender_local_dir": str(directory),
+        "scheduler_extender_local_listen": listen,
+        "scheduler_extender_tls": False,
+    }
     variables.update(extra_vars or {})
     run_role_entry_point(directory, "scheduler_extender", "scheduler_config", variables)
     return directory / "kube-scheduler-config.yaml", directory / "policy.yml"

@@ -88,12 +88,47 @@ def run_playbook_file(
 
     The checkout's playbooks run with the example inventory (as `make site` does), tmp_path's with localhost only.
     """
-    vars_file = tmp_path / f"extra-vars-{len(list(tmp_path.glob('extra-vars-*.json')))}.json"
+    return start_playbook_file(tmp_path, playbook, extra_vars, check=check, env=env, args=args).finish()
+
+
+@dataclass
+class RunningPlaybook:
+    """An ansible-playbook started in the background (concurrency and interruption tests)."""
+
+    process: subprocess.Popen[bytes]
+    stdout: Path
+    stderr: Path
+
+    def finish(self, timeout: float | None = None) -> PlaybookRun:
+        """Wait for the run to end and read its JSON report."""
+        self.process.wait(timeout=timeout)
+        out, err = self.stdout.read_text(), self.stderr.read_text()
+        try:
+            report = json.loads(out)
+        except json.JSONDecodeError as exc:
+            raise AssertionError(f"ansible-playbook printed no JSON report:\n{out}\n{err}") from exc
+        return PlaybookRun(self.process.returncode, report, err)
+
+
+def start_playbook_file(
+    tmp_path: Path,
+    playbook: Path,
+    extra_vars: dict[str, Any] | None = None,
+    *,
+    check: bool = False,
+    env: dict[str, str] | None = None,
+    args: list[str] | None = None,
+) -> RunningPlaybook:
+    """Start one playbook like run_playbook_file, without waiting; its output goes to files in tmp_path."""
+    number = len(list(tmp_path.glob("extra-vars-*.json")))
+    vars_file = tmp_path / f"extra-vars-{number}.json"
     inventory = EXAMPLE_INVENTORY if playbook.resolve().is_relative_to(REPO.resolve()) else BARE_INVENTORY
     argv = [str(VENV_BIN / "ansible-playbook"), "-i", str(inventory), str(playbook)]
     if extra_vars is not None:
         vars_file.write_text(json.dumps(extra_vars))
         argv += ["-e", f"@{vars_file}"]
+    else:
+        vars_file.write_text("{}")
     if check:
         argv += ["--check", "--diff"]
     argv += args or []
@@ -105,12 +140,10 @@ def run_playbook_file(
         "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
         **(env or {}),
     }
-    proc = subprocess.run(argv, cwd=REPO, env=run_env, capture_output=True, text=True, check=False)
-    try:
-        report = json.loads(proc.stdout)
-    except json.JSONDecodeError as exc:
-        raise AssertionError(f"ansible-playbook printed no JSON report:\n{proc.stdout}\n{proc.stderr}") from exc
-    return PlaybookRun(proc.returncode, report, proc.stderr)
+    stdout, stderr = tmp_path / f"run-{number}.stdout", tmp_path / f"run-{number}.stderr"
+    with stdout.open("wb") as out, stderr.open("wb") as err:
+        process = subprocess.Popen(argv, cwd=REPO, env=run_env, stdout=out, stderr=err)
+    return RunningPlaybook(process, stdout, stderr)
 
 
 def role_play(role: str, tasks_from: str = "main", *after: dict[str, Any]) -> list[dict[str, Any]]:

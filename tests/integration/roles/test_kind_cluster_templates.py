@@ -156,6 +156,8 @@ def stub_env(tmp_path: Path) -> dict[str, Any]:
         "kubeconfig": tmp_path / "kube" / "config",
         "vars": {
             "kind_cluster_kind_bin": str(STUB_KIND),
+            # The stand-in has no API server to ask (test_kind_cluster_reuse_kwok.py checks one).
+            "kind_cluster_check_reuse": False,
             "kind_cluster_config_dir": str(tmp_path / "config"),
             "kind_cluster_kubeconfig": str(tmp_path / "kube" / "config"),
         },

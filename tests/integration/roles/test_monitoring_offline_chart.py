@@ -1,6 +1,6 @@
 """The offline monitoring chart as helm renders it with the values the role writes.
 
-`helm template` (the helm of .cache/bin) over roles/monitoring/files/charts/interference-monitoring
+`helm template` (the helm `make tools` builds) over roles/monitoring/files/charts/interference-monitoring
 with the role's offline-values template: every object validates against the
 Kubernetes 1.34 schema (strict), the probe runs on workers only with a CPU
 request, no CPU limit and its memory limit, its node from the downward API,
@@ -19,15 +19,16 @@ import pytest
 import yaml
 
 from tests.support.playbook_json import REPO, run_playbook
+from tests.support.tools import tools_bin
 
 ROLE = REPO / "roles" / "monitoring"
 CHART = ROLE / "files" / "charts" / "interference-monitoring"
-HELM = REPO / ".cache" / "bin" / "helm"
+HELM = tools_bin() / "helm"
 NODES = [{"name": "c-control-plane", "address": "172.18.0.2", "worker": False},
          {"name": "c-worker", "address": "172.18.0.3", "worker": True},
          {"name": "c-worker2", "address": "172.18.0.4", "worker": True}]
 
-pytestmark = pytest.mark.skipif(not HELM.exists(), reason="no helm in .cache/bin: run `make tools` first")
+pytestmark = pytest.mark.skipif(not HELM.exists(), reason="no helm in the tools folder: run `make tools` first")
 
 
 def helm_template(values: Path, *extra: str) -> subprocess.CompletedProcess[str]:

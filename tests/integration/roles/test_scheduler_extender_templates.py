@@ -96,14 +96,17 @@ def test_kwok_scheduler_configuration(configs: dict[str, Path]) -> None:
     assert config["kind"] == "KubeSchedulerConfiguration"
     assert [p["schedulerName"] for p in config["profiles"]] == ["default-scheduler", "interference-scheduler"]
     assert config["leaderElection"] == {"leaderElect": False}
+    pki = out / "pki"
     assert config["extenders"] == [
         {
-            "urlPrefix": "http://127.0.0.1:9999",
+            "urlPrefix": "https://127.0.0.1:9999",
             "filterVerb": "filter",
             "prioritizeVerb": "prioritize",
             "bindVerb": "bind",
             "weight": 5,
-            "enableHTTPS": False,
+            "enableHTTPS": True,
+            "tlsConfig": {"certFile": str(pki / "scheduler.crt"), "keyFile": str(pki / "scheduler.key"),
+                          "caFile": str(pki / "ca.crt")},
             "nodeCacheCapable": True,
             "httpTimeout": "5s",
             "ignorable": True,
@@ -163,7 +166,7 @@ def by_kind(manifests: list[dict[str, Any]], kind: str, name: str) -> dict[str, 
 
 
 def test_manifests_are_valid_kubernetes_objects(manifests: list[dict[str, Any]]) -> None:
-    assert len(manifests) == 16
+    assert len(manifests) == 20
     for manifest in manifests:
         kubernetes_validate.validate(manifest, KUBERNETES_VERSION, strict=True)
 
@@ -172,12 +175,22 @@ def test_extender_rbac_reads_pods_and_nodes_and_creates_bindings_only(manifests:
     role = by_kind(manifests, "ClusterRole", "interference-extender")
     assert role["rules"] == [
         {"apiGroups": [""], "resources": ["pods", "nodes"], "verbs": ["get", "list", "watch"]},
-        {"apiGroups": [""], "resources": ["pods/binding"], "verbs": ["create"]},
     ]
     binding = by_kind(manifests, "ClusterRoleBinding", "interference-extender")
     assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": "interference-extender", "namespace": "kube-system"}
     ]
+    # Bindings only in the apps namespace, for the extender and the second scheduler.
+    binder = by_kind(manifests, "Role", "interference-scheduler-pods-binding")
+    assert binder["metadata"]["namespace"] == "interference-apps"
+    assert binder["rules"] == [{"apiGroups": [""], "resources": ["pods/binding"], "verbs": ["create"]}]
+    bound = by_kind(manifests, "RoleBinding", "interference-scheduler-pods-binding")
+    assert [s["name"] for s in bound["subjects"]] == ["interference-scheduler", "interference-extender"]
+    # The second scheduler: a ClusterRole of its own, no system:kube-scheduler, no Lease or binding in it.
+    own = by_kind(manifests, "ClusterRole", "interference-scheduler")
+    resources = {r for rule in own["rules"] for r in rule["resources"]}
+    assert not resources & {"leases", "pods/binding", "bindings", "secrets"}
+    assert not [m for m in manifests if m.get("roleRef", {}).get("name") == "system:kube-scheduler"]
 
 
 def test_extender_deployment_and_service(manifests: list[dict[str, Any]]) -> None:
@@ -202,7 +215,9 @@ def test_second_scheduler_runs_upstream_image_with_the_extender(manifests: list[
     assert [p["schedulerName"] for p in config["profiles"]] == ["interference-scheduler"]
     assert config["leaderElection"]["resourceName"] == "interference-scheduler"
     (extender,) = config["extenders"]
-    assert extender["urlPrefix"] == "http://interference-extender.kube-system.svc:8888"
+    assert extender["urlPrefix"] == "https://interference-extender.kube-system.svc:8888"
+    assert extender["enableHTTPS"] is True
+    assert extender["tlsConfig"]["certFile"] == "/etc/interference-scheduler-tls/scheduler.crt"
     verbs = {"filterVerb", "prioritizeVerb", "bindVerb"}
     assert verbs | {"weight", "nodeCacheCapable", "httpTimeout", "ignorable"} <= set(extender)
     lease_role = by_kind(manifests, "Role", "interference-scheduler-leader-election")

@@ -171,7 +171,7 @@ def by_kind(manifests: list[dict[str, Any]], kind: str, name: str) -> dict[str, 
 def test_manifests_are_valid_kubernetes_objects(manifests: list[dict[str, Any]]) -> None:
     assert [m["kind"] for m in manifests] == [
         "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "RoleBinding",
-        "ConfigMap", "NetworkPolicy", "Deployment",
+        "ConfigMap", "NetworkPolicy", "Deployment", "Namespace", "Role", "RoleBinding",
     ]
     for manifest in manifests:
         kubernetes_validate.validate(manifest, KUBERNETES_VERSION, strict=True)
@@ -188,7 +188,11 @@ def test_rbac_is_least_privilege(manifests: list[dict[str, Any]]) -> None:
     }
     assert not any("*" in entry for entry in granted)
     # What binding and leader election need, and nothing cluster-wide on leases or secrets.
-    assert ("", "pods/binding", "create") in granted
+    # Bindings only in the apps namespace (a Role there), not cluster-wide.
+    assert ("", "pods/binding", "create") not in granted
+    binder = by_kind(manifests, "Role", "gpu-scheduler-pods-binding")
+    assert binder["metadata"]["namespace"] == "interference-apps"
+    assert binder["rules"] == [{"apiGroups": [""], "resources": ["pods/binding"], "verbs": ["create"]}]
     assert ("events.k8s.io", "events", "create") in granted
     assert ("storage.k8s.io", "csinodes", "list") in granted
     assert not any(resource in {"leases", "secrets", "configmaps"} for _, resource, _ in granted)

@@ -15,7 +15,14 @@ from ansible_collections.interference.orchestrator.plugins.module_utils.interfer
 
 from interference_extender import cluster_view
 from interference_extender.cluster_view import ClusterView
-from interference_extender.decisions import ExtenderArgs, ExtenderInputError, parse_binding_args, parse_extender_args
+from interference_extender.decisions import (
+    BindingArgs,
+    ExtenderArgs,
+    ExtenderInputError,
+    binding_refusal,
+    parse_binding_args,
+    parse_extender_args,
+)
 from interference_extender.policy import ExtenderPolicy
 from interference_extender.service import ExtenderService
 from tests.support.k8s_objects import extender_args, make_node, make_pod, serialise
@@ -124,6 +131,8 @@ def test_bind_without_a_cluster_answers_with_an_error_for_kube_scheduler() -> No
         ({"PodNamespace": "default", "Node": "a"}, "PodName"),
         ({"PodName": "c1", "PodNamespace": "default", "Node": ""}, "Node"),
         ({"PodName": "c1", "PodNamespace": "default", "PodUID": 7, "Node": "a"}, "PodUID"),
+        ({"PodName": "c1", "PodNamespace": "default", "Node": "a"}, "PodUID: expected the pod's UID"),
+        ({"PodName": "c1", "PodNamespace": "default", "PodUID": "", "Node": "a"}, "got an empty string"),
     ],
 )
 def test_bad_binding_args_name_the_field(body: object, named: str) -> None:
@@ -136,8 +145,63 @@ def test_bad_binding_args_name_the_field(body: object, named: str) -> None:
 
 def test_binding_args_as_kube_scheduler_sends_them() -> None:
     # Go field names, matched case-insensitively as Go's decoder does.
-    args = parse_binding_args({"podName": "c1", "PodNamespace": "ns", "PodUID": "", "Node": "a"})
-    assert (args.namespace, args.name, args.uid, args.node) == ("ns", "c1", None, "a")
+    args = parse_binding_args({"podName": "c1", "PodNamespace": "ns", "podUID": "u1", "Node": "a"})
+    assert (args.namespace, args.name, args.uid, args.node) == ("ns", "c1", "u1", "a")
+
+
+SCHEDULERS = frozenset({"interference-scheduler"})
+ASKED = BindingArgs(name="c1", namespace="apps", uid="u1", node="a")
+
+
+def live_pod(uid: str = "u1", node: str | None = None, scheduler: str | None = "interference-scheduler") -> dict:
+    """The pod as the API server returns it (the parts the bind check reads)."""
+    spec: dict[str, object] = {"containers": [{"name": "c", "image": "x"}]}
+    if node is not None:
+        spec["nodeName"] = node
+    if scheduler is not None:
+        spec["schedulerName"] = scheduler
+    return {"metadata": {"name": "c1", "namespace": "apps", "uid": uid}, "spec": spec}
+
+
+def test_a_pending_pod_of_the_extenders_scheduler_of_that_uid_may_be_bound() -> None:
+    assert binding_refusal(live_pod(), ASKED, SCHEDULERS) is None
+
+
+@pytest.mark.parametrize(
+    ("pod", "why"),
+    [
+        (live_pod(uid="u2"), "pod apps/c1 has UID u2, not u1 as the bind call says: not bound"),
+        (live_pod(node="b"), "pod apps/c1 is already bound to node b: not bound again"),
+        (live_pod(scheduler=None), "pod apps/c1 is scheduled by default-scheduler, not by this extender's "
+                                   "scheduler (interference-scheduler): not bound"),
+        (live_pod(scheduler="gpu-scheduler"), "is scheduled by gpu-scheduler"),
+        ({"metadata": "broken"}, "has UID None"),
+    ],
+)
+def test_the_bind_check_refuses_naming_why(pod: dict, why: str) -> None:
+    refusal = binding_refusal(pod, ASKED, SCHEDULERS)
+    assert refusal is not None and why in refusal
+
+
+def test_no_scheduler_names_binds_nothing() -> None:
+    refusal = binding_refusal(live_pod(), ASKED, frozenset())
+    assert refusal is not None and "none (scheduler_names is empty)" in refusal
+
+
+def test_readyz_says_the_watch_was_lost_until_a_list_succeeds() -> None:
+    view = ClusterView()
+    view.watching = True
+    service = ExtenderService(view, ExtenderPolicy())
+    assert service.answer("GET", "/readyz", b"").status == 503
+    for event in view._synced.values():
+        event.set()
+    assert service.answer("GET", "/readyz", b"").status == 200
+    # What the watch thread does when the API server is out of reach.
+    view.lost["pods"] = "ConnectionRefusedError: [Errno 111] Connection refused"
+    view._synced["pods"].clear()
+    response = service.answer("GET", "/readyz", b"")
+    assert response.status == 503
+    assert "the watch of pods was lost (ConnectionRefusedError" in json.loads(response.body)["error"]
 
 
 def test_a_decision_waits_for_the_bind_call_of_the_pod_scored_before_it(monkeypatch: pytest.MonkeyPatch) -> None:
