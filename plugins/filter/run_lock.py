@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible_collections.interference.orchestrator.plugins.plugin_utils.run_lock import decide
 from ansible_collections.interference.orchestrator.plugins.plugin_utils.placement_boundary import run_engine
+from ansible_collections.interference.orchestrator.plugins.plugin_utils.run_lock import decide
 
 DOCUMENTATION = r"""
 name: run_lock
 short_description: Decide whether a run takes, renews or releases the apps lock
-version_added: 0.2.0
+version_added: 0.1.0
 author: interference.orchestrator maintainers
 description:
   - Takes the C(resources) of a M(kubernetes.core.k8s_info) lookup of the C(coordination.k8s.io/v1) Lease
