@@ -13,6 +13,8 @@ short_description: Nodes x nodes matrices of the interference probe's pressure, 
 version_added: 0.1.0
 author: interference.orchestrator maintainers
 description:
+  - Internal to the isolation role, not part of the collection's public interface; it may change or go without a
+    deprecation period (docs/architecture.md, "Public surface").
   - Row is the worker a stressor ran on, column the worker observed, value the mean over the window of the observed
     worker's probe pressure (0..1, no unit) of the stressor's resource.
   - Also the response of every resource to every stressor, the baseline run's means and the seconds until the

@@ -13,6 +13,8 @@ short_description: Decide whether a run takes, renews or releases the apps lock
 version_added: 0.1.0
 author: interference.orchestrator maintainers
 description:
+  - Internal to the apps role, not part of the collection's public interface; it may change or go without a
+    deprecation period (docs/architecture.md, "Public surface").
   - Takes the C(resources) of a M(kubernetes.core.k8s_info) lookup of the C(coordination.k8s.io/v1) Lease
     C(interference-orchestrator-apps) in the apps namespace (zero or one Lease).
   - The Lease is free when it is missing, has no holder, or expired (its C(renewTime) plus
