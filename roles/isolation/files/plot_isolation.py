@@ -23,7 +23,8 @@ def main() -> int:
         return 3
     data = json.load(sys.stdin)
     nodes, stressors = data["nodes"], data["stressors"]
-    fig, axes = plt.subplots(1, max(1, len(stressors)), figsize=(4.8 * max(1, len(stressors)), 4.0), squeeze=False)
+    fig, axes = plt.subplots(1, max(1, len(stressors)), figsize=(4.8 * max(1, len(stressors)), 4.0), squeeze=False,
+                             layout="constrained")
     for ax, stressor in zip(axes[0], stressors, strict=False):
         rows = [row for row in nodes if row in data["matrix"][stressor]]
         grid = [[data["matrix"][stressor][row][col] for col in nodes] for row in rows]
@@ -34,9 +35,12 @@ def main() -> int:
                 text = "-" if value is None else f"{value:.2f}"
                 ax.text(j, i, text, ha="center", va="center", color="white" if (value or 0) < 0.6 else "black")
         ax.set_xticks(range(len(nodes)), nodes, rotation=30, ha="right")
-        ax.set_yticks(range(len(rows)), rows)
+        # Worker names and the axis title once, on the left: beside a neighbour they would overlap it.
+        first = ax is axes[0][0]
+        ax.set_yticks(range(len(rows)), rows if first else [])
         ax.set_xlabel("worker observed")
-        ax.set_ylabel("worker stressed")
+        if first:
+            ax.set_ylabel("worker stressed")
         ax.set_title(f"{stressor} stressor\n({stressor} pressure)", fontsize=10)
     fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8, label="probe pressure (0 idle .. 1)")
     fig.savefig(sys.argv[1], dpi=110, bbox_inches="tight")
