@@ -350,5 +350,3 @@ def prioritize_nodes(
         {"Host": name, "Score": max(MIN_EXTENDER_PRIORITY, min(MAX_EXTENDER_PRIORITY, round(total / total_weight)))}
         for name, total in zip(names, totals, strict=True)
     ]
-
-

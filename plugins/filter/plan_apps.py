@@ -21,7 +21,7 @@ description:
     the apps role applies as they are.
   - C(profile_annotation) is the value of the pod annotation C(interference.orchestrator/profile), a JSON object
     resource to pressure, the same for apps given by C(type) and by C(profile). The scheduler extender reads it.
-  - When the plan still has interference, RV(_value.report.warning) names the colliding apps (the filter is pure and
+  - When the plan still has interference, C(report.warning) of the result names the colliding apps (the filter is pure and
     prints nothing; the apps role prints it); O(strict=true) makes that an error.
   - An app whose Deployment annotations (its item as JSON and one planned node per replica) would exceed 32 KiB is
     an error naming it, as Kubernetes limits all annotations of an object to 256 KiB and the apply copies them.

@@ -13,8 +13,8 @@ short_description: The reference a locally built image is pushed as in the user'
 version_added: 0.1.0
 author: interference.orchestrator maintainers
 description:
-  - Internal to the pts_images, scheduler_extender, scheduler_plugins and cluster_provider roles, not part of the collection's public interface; it may change or go without a
-    deprecation period (docs/architecture.md, "Public surface").
+  - Internal to the pts_images, scheduler_extender, scheduler_plugins and cluster_provider roles, not part of the
+    collection's public interface; it may change or go without a deprecation period (docs/architecture.md, "Public surface").
   - Returns C(<registry>/<last component of the image name>:<tag>), e.g. C(interference-orchestrator/povray:h-0123abcd4567)
     with registry C(123456789012.dkr.ecr.eu-west-1.amazonaws.com/interference) gives
     C(123456789012.dkr.ecr.eu-west-1.amazonaws.com/interference/povray:h-0123abcd4567).

@@ -102,4 +102,3 @@ def plan_apps(
     if settings is not None:
         result["manifests"] = deployments(entries, settings)
     return result
-

@@ -29,6 +29,7 @@ from .schema import untolerated
 # A capacity the node does not state (None): larger than any sum of requests.
 UNBOUNDED = 1 << 62
 
+
 def static_reject_reason(app: App, node: Node) -> str | None:
     """Why the node can never take a replica of `app` (NotReady, pin, labels, taints, size), or None.
 

@@ -368,7 +368,6 @@ def _list_worst_pairs(
                     offer(score, app_index, app_index)
 
 
-
 def _previous_nodes(previous: object, apps: list[App], nodes: list[Node]) -> dict[int, list[int]]:
     """Validate `previous` ({app: [node, ...]}) and map it to node indices per app index."""
     if previous is None:
@@ -424,7 +423,6 @@ def check_search_effort(search_effort: object) -> float:
     if isinstance(search_effort, bool) or not isinstance(search_effort, (int, float)) or not 0 <= search_effort <= 100:
         raise InputError(None, None, "search_effort", f"must be a number from 0 to 100, {got(search_effort)}")
     return float(search_effort)
-
 
 
 def plan_placement(

@@ -135,7 +135,6 @@ class _State:
         self.version[node_index] += 1
 
 
-
 class _NodeClass:
     """Nodes eligible for a group of apps with one profile, in a heap by marginal cost.
 
@@ -544,7 +543,6 @@ def sum_interference(apps: Sequence[App], assignment: Sequence[Sequence[int]]) -
     return max(0.0, (sum(dot(load, load) for load in loads.values()) - self_terms) / 2)
 
 
-
 def anneal_budget(movable: int, search_effort: float, score: float, lower_bound: float) -> int:
     """Proposed moves the annealing gets (0: skipped), from the instance size, never from a clock.
 
@@ -560,4 +558,3 @@ def anneal_budget(movable: int, search_effort: float, score: float, lower_bound:
         return 0
     moves = min(max(ANNEAL_MOVES, ANNEAL_MIN_PER_REPLICA * movable), ANNEAL_MAX_PER_REPLICA * movable)
     return int(search_effort * moves)
-

@@ -110,9 +110,9 @@ def _first_rise(run: Mapping[str, Any], stressed: str, resource: str, others: Se
                 margin: float) -> float | None:
     """Time (s) of the first sample from the stressor's start where `stressed` leads every other node by margin."""
     started = float(run.get("stressor_started", run["window"][0]))
-    mine = {t: v for t, v in _samples({**run, "window": [started, run["window"][1]]}, stressed, resource)}
-    theirs = [{t: v for t, v in _samples({**run, "window": [started, run["window"][1]]}, o, resource)}
-              for o in others]
+    window = {**run, "window": [started, run["window"][1]]}
+    mine = dict(_samples(window, stressed, resource))
+    theirs = [dict(_samples(window, o, resource)) for o in others]
     ends = _round_ends(run, stressed)
     for t in sorted(mine):
         # A sample still showing a round that ended before the stressor started is not its effect.

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Draw one heatmap per stressor from the isolation matrices (JSON on stdin).
 
 The matrices are the isolation_matrix filter's output, itself computed from
