@@ -28,7 +28,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         module = getattr(item, "module", None)
         group = KIND_GROUP if item.get_closest_marker("kind") else module.__name__ if module else item.nodeid
         item.add_marker(pytest.mark.xdist_group(group))
-        if config.getvalue("loadgroup") and "@" not in item.nodeid.rsplit("]", 1)[-1]:
+        if config.getoption("loadgroup", default=False) and "@" not in item.nodeid.rsplit("]", 1)[-1]:
             # What xdist's own hook does with the marker, which pytest 9 undid: xdist 3.8
             # appends the group to `item._nodeid`, but pytest 9.2 reads node ids from
             # `item._id`, so every group was silently ignored and the tests spread one by one.
