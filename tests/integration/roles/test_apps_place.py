@@ -115,6 +115,7 @@ def test_place_passes_the_role_settings_and_the_role_applies_what_plan_apps_buil
         "apps_automount_service_account_token": "yes",
         "apps_scheduler_name": "my-scheduler",
         "apps_plugins_scheduler_name": "my-plugins",
+        "apps_instance": "lab-a",
     }
     run, out = render(tmp_path, APPS, variables)
     assert run.returncode == 0, json.dumps(run.report)[-3000:] + run.stderr
@@ -127,8 +128,13 @@ def test_place_passes_the_role_settings_and_the_role_applies_what_plan_apps_buil
         "scheduler_name": "my-scheduler",
         "plugins_scheduler_name": "my-plugins",
         "image_refs": IMAGE_REFS,
+        "owner": "lab-a",
     })
     assert data["manifests"] == expected["manifests"]
+    # The owner label prune selects by: on each Deployment, not on its pods.
+    for manifest in data["manifests"]:
+        assert manifest["metadata"]["labels"]["interference.orchestrator/apps-owner"] == "lab-a"
+        assert "interference.orchestrator/apps-owner" not in manifest["spec"]["template"]["metadata"]["labels"]
     assert data["manifests"] == data["plan"]["manifests"]
     for manifest in data["manifests"]:
         kubernetes_validate.validate(manifest, K8S_VERSION, strict=True)
