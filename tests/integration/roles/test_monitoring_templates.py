@@ -331,7 +331,7 @@ def test_offline_on_kind_chooses_the_offline_chart_says_why_and_that_grafana_is_
         tmp_path,
         role_play(),
         {
-            "cluster_provider_resolved": "kind",
+            **cluster_vars("kind"),
             "cluster_provider_image_source": "offline",
             "kind_cluster_exists": False,
             "cluster_kubeconfig": str(tmp_path / "missing-kubeconfig"),
@@ -354,7 +354,7 @@ def test_offline_on_an_existing_cluster_without_a_registry_is_skipped_with_the_r
         tmp_path,
         role_play(),
         {
-            "cluster_provider_resolved": "existing",
+            **cluster_vars("existing"),
             "cluster_provider_image_source": "offline",
             "monitoring_mode": "install",
             "cluster_kubeconfig": str(tmp_path / "missing-kubeconfig"),
@@ -383,7 +383,7 @@ def test_probe_settings_out_of_range_are_refused_before_anything_is_applied(
         tmp_path,
         role_play(),
         {
-            "cluster_provider_resolved": "kind",
+            **cluster_vars("kind"),
             "cluster_provider_image_source": "offline",
             # A real (not check) run: it must stop before building or applying anything.
             "cluster_kubeconfig": str(tmp_path / "missing-kubeconfig"),
