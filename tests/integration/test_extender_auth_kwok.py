@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 
 from tests.support import kwok
+from tests.support.cluster_contract import cluster_vars
 from tests.support.k8s_objects import make_node, make_pod
 from tests.support.playbook_json import PlaybookRun, role_play, run_playbook
 
@@ -49,7 +50,8 @@ class Setup:
         self.pki = workdir / "interference-extender" / "pki"
         self.api = cluster.api()
         self.variables: dict[str, Any] = {
-            "cluster_provider_resolved": "kwok",
+            # As site.yml runs the role after cluster_provider: the provider and the cluster contract.
+            **cluster_vars("kwok", kubeconfig=str(cluster.kubeconfig), context=f"kwok-{cluster.name}"),
             "cluster_name": cluster.name,
             "cluster_kwok_workdir": str(workdir),
             "cluster_kubeconfig": str(cluster.kubeconfig),
@@ -177,7 +179,8 @@ def test_even_the_schedulers_certificate_binds_only_its_own_pending_pods(setup: 
 def test_the_in_cluster_rbac_is_narrowed(setup: Setup) -> None:
     applied = setup.run_role(
         "in_cluster",
-        cluster_provider_resolved="existing",
+        **cluster_vars("existing", kubeconfig=setup.variables["cluster_kubeconfig"],
+                       context=setup.variables["cluster_context"]),
         scheduler_extender_image_build=False,
         scheduler_extender_kind_load=False,
         scheduler_extender_image_tag="rbac-test",
