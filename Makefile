@@ -81,15 +81,18 @@ unit: setup  ## pytest tests/unit: engine, filters, extender; no process, no clu
 # The integration tier runs on PYTEST_WORKERS xdist workers, a test module per
 # worker at a time and every kind module on one worker (tests/integration/conftest.py).
 PYTEST_WORKERS ?= 3
-INTEGRATION_ARGS := -q -rs -n $(PYTEST_WORKERS) --dist loadgroup --durations=30 tests/integration
+INTEGRATION_ARGS := -rfEs -v -n $(PYTEST_WORKERS) --dist loadgroup --durations=30 tests/integration
 
+# Then the `quiet` modules, alone: they measure interference (the probe), and a
+# measurement taken beside three busy workers measures the workers.
 integration: setup tools  ## pytest tests/integration (run `make images` first, as `make test` does): roles, scripts, kwok and kind
-	$(PHASE) integration $(BIN)/pytest $(INTEGRATION_ARGS)
+	$(PHASE) integration $(BIN)/pytest $(INTEGRATION_ARGS) -m "not quiet"
+	$(PHASE) integration-quiet $(BIN)/pytest -rfEs -v --durations=10 -m quiet tests/integration
 
 # pytest-randomly shuffles modules and the tests in each (seed in the first lines of
 # the output; rerun one order with -p randomly -p no:cacheprovider --randomly-seed=N).
 integration-random: setup tools  ## The integration tier in a random order (shows that no test depends on another's order)
-	$(PHASE) integration-random $(BIN)/pytest -o addopts=-rs $(INTEGRATION_ARGS)
+	$(PHASE) integration-random $(BIN)/pytest -o addopts=-rs $(INTEGRATION_ARGS) -m "not quiet"
 
 # Everything the tests run, built up front: the control plane's Go builds and the
 # node image's run side by side (a Go link keeps one core busy, and a cold build

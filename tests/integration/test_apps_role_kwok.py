@@ -139,13 +139,9 @@ def delete(cluster: kwok.KwokCluster) -> None:
     )
 
 
-def failed_output(run: PlaybookRun) -> str:
-    return json.dumps(run.report)[-4000:] + run.stderr
-
-
 def test_check_mode_on_a_fresh_cluster_changes_nothing(cluster: Cluster) -> None:
     run = cluster.run([*SEED_APPS, WEB], check=True)
-    assert run.returncode == 0, failed_output(run)
+    assert run.returncode == 0, run.failures()
     assert run.stats["changed"] == 1  # the labels it would set
     labels = [n.metadata.labels for n in cluster.core.list_node().items]
     assert all("group" not in node_labels for node_labels in labels)
@@ -156,7 +152,7 @@ def test_check_mode_on_a_fresh_cluster_changes_nothing(cluster: Cluster) -> None
 
 def test_first_run_labels_workers_in_natural_order_and_deploys_the_plan(cluster: Cluster) -> None:
     run = cluster.run([*SEED_APPS, WEB])
-    assert run.returncode == 0, failed_output(run)
+    assert run.returncode == 0, run.failures()
     labels: dict[str, dict[str, str]] = {n.metadata.name: n.metadata.labels for n in cluster.core.list_node().items}
     assert [labels[name].get("group") for name in WORKERS] == ["node1", "node2", "node3"]
     assert "group" not in labels[CONTROL_PLANE]
@@ -191,10 +187,10 @@ def test_first_run_labels_workers_in_natural_order_and_deploys_the_plan(cluster:
 def test_second_run_and_check_mode_change_nothing(cluster: Cluster) -> None:
     before = cluster.pod_uids()
     again = cluster.run([*SEED_APPS, WEB])
-    assert again.returncode == 0, failed_output(again)
+    assert again.returncode == 0, again.failures()
     assert again.stats["changed"] == 0
     check = cluster.run([*SEED_APPS, WEB], check=True)
-    assert check.returncode == 0, failed_output(check)
+    assert check.returncode == 0, check.failures()
     assert check.stats["changed"] == 0
     assert cluster.pod_uids() == before
 
@@ -203,12 +199,12 @@ def test_adding_an_app_moves_no_running_pod(cluster: Cluster) -> None:
     before = cluster.pod_uids()
     added = {"name": "ramspeed", "image": "pts/ramspeed", "type": "memory"}
     check = cluster.run([*SEED_APPS, WEB, added], check=True)
-    assert check.returncode == 0, failed_output(check)
+    assert check.returncode == 0, check.failures()
     assert check.stats["changed"] > 0
     assert "ramspeed" not in cluster.deployments(), "check mode created the Deployment"
 
     run = cluster.run([*SEED_APPS, WEB, added])
-    assert run.returncode == 0, failed_output(run)
+    assert run.returncode == 0, run.failures()
     after = cluster.pod_uids()
     assert {app: after[app] for app in before} == before
     assert len(after["ramspeed"]) == 1
@@ -261,11 +257,11 @@ def test_removing_an_app_deletes_only_its_deployment(cluster: Cluster) -> None:
     before = cluster.pod_uids()
     deployments = {name: d.metadata.uid for name, d in cluster.deployments().items()}
     check = cluster.run([*SEED_APPS, WEB], check=True)
-    assert check.returncode == 0, failed_output(check)
+    assert check.returncode == 0, check.failures()
     assert "ramspeed" in cluster.deployments(), "check mode deleted the Deployment"
 
     run = cluster.run([*SEED_APPS, WEB])
-    assert run.returncode == 0, failed_output(run)
+    assert run.returncode == 0, run.failures()
     cluster.wait_pods_settled()
     kept = {name: uid for name, uid in deployments.items() if name != "ramspeed"}
     assert {name: d.metadata.uid for name, d in cluster.deployments().items()} == kept
@@ -277,17 +273,17 @@ def test_apps_prune_off_keeps_unlisted_apps_and_places_around_them(cluster: Clus
     first = {"name": "one-off-a", "image": "pts/c-ray", "type": "cpu"}
     second = {"name": "one-off-b", "image": "pts/c-ray", "type": "cpu"}
     run = cluster.run([*SEED_APPS, WEB, first], apps_prune=False)
-    assert run.returncode == 0, failed_output(run)
+    assert run.returncode == 0, run.failures()
     before = cluster.pod_uids()
     run = cluster.run([*SEED_APPS, WEB, second], apps_prune=False)
-    assert run.returncode == 0, failed_output(run)
+    assert run.returncode == 0, run.failures()
     assert {app: uids for app, uids in cluster.pod_uids().items() if app in before} == before
     planned = {name: d.metadata.annotations[PLANNED] for name, d in cluster.deployments().items()}
     # Three workers: the seed cpu apps, one-off-a and web's replicas fill them; one-off-b
     # must not go where one-off-a already is (the plan counted it).
     assert planned["one-off-b"] != planned["one-off-a"]
     run = cluster.run([*SEED_APPS, WEB])
-    assert run.returncode == 0, failed_output(run)
+    assert run.returncode == 0, run.failures()
     cluster.wait_pods_settled()
     assert sorted(cluster.deployments()) == sorted([app["name"] for app in SEED_APPS] + ["web"])
 

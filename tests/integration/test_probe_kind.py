@@ -45,6 +45,8 @@ BARELY = 0.15
 pytestmark = [
     pytest.mark.cluster,
     pytest.mark.kind,
+    # Its figures are the machine's load as much as the stressor's: measured with nothing else running.
+    pytest.mark.quiet,
     pytest.mark.skipif(not docker_answers(), reason="no Docker engine answers (`docker info`): kind cannot run"),
     pytest.mark.skipif(not (TOOLS_BIN / "kind").exists(), reason="no kind in .cache/bin: run `make tools` first"),
 ]

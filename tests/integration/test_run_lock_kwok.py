@@ -13,7 +13,6 @@ Each test has an apps namespace (so a lock) of its own, so they run in any order
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -26,6 +25,7 @@ from typing import Any
 import pytest
 
 from tests.support import kwok
+from tests.support.cluster_contract import cluster_vars
 from tests.support.playbook_json import (
     REPO,
     PlaybookRun,
@@ -136,10 +136,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         kwok_cluster.delete()
 
 
-def failed_output(run: PlaybookRun) -> str:
-    return json.dumps(run.report)[-6000:] + run.stderr
-
-
 def assert_one_plan_runs(cluster: Cluster, names: list[str], namespace: str) -> None:
     """Exactly the apps `names`, each pod Running on its planned node, one cpu app per worker, nothing Pending."""
     deployments = {n: d for n, d in cluster.deployments(namespace).items() if OWNER in (d.metadata.labels or {})}
@@ -185,18 +181,18 @@ def test_a_second_run_fails_fast_naming_the_holder_and_the_first_keeps_its_plan(
     assert not second.results("Apply the Deployments")
     assert during == before, "the second run changed Deployments"
 
-    assert first_run.returncode == 0, failed_output(first_run)
+    assert first_run.returncode == 0, first_run.failures()
     assert_one_plan_runs(cluster, ["a1", "a2", "a3"], ns)
     assert cluster.lease(ns) is None, "the first run did not release the lock"
 
     # Afterwards the second list replaces the first: one plan, never a mix of both.
     again = cluster.site(PLAN_B, apps_namespace=ns)
-    assert again.returncode == 0, failed_output(again)
+    assert again.returncode == 0, again.failures()
     assert_one_plan_runs(cluster, ["b1", "b2", "b3"], ns)
     assert cluster.lease(ns) is None
     rerun = cluster.site(PLAN_B, apps_namespace=ns)
-    assert rerun.returncode == 0, failed_output(rerun)
-    assert rerun.stats["changed"] == 0, failed_output(rerun)
+    assert rerun.returncode == 0, rerun.failures()
+    assert rerun.stats["changed"] == 0, rerun.failures()
 
 
 def write_lease(cluster: Cluster, namespace: str, holder: str, renewed: datetime, duration: int) -> None:
@@ -224,7 +220,7 @@ def test_a_dead_runs_lock_blocks_until_broken_or_expired(cluster: Cluster) -> No
     assert holder_of(cluster, ns) == "ghost@gone run dead0001", "a refused run released someone else's lock"
 
     broken = cluster.site(PLAN_A, apps_namespace=ns, apps_lock_break=True)
-    assert broken.returncode == 0, failed_output(broken)
+    assert broken.returncode == 0, broken.failures()
     assert any(m.startswith(f"Breaking the apps lock (apps_lock_break): Lease {ns}/{LEASE} was held by "
                             "ghost@gone run dead0001") for m in broken.messages())
     assert cluster.lease(ns) is None
@@ -232,7 +228,7 @@ def test_a_dead_runs_lock_blocks_until_broken_or_expired(cluster: Cluster) -> No
 
     write_lease(cluster, ns, "ghost@gone run dead0002", now - timedelta(hours=1), 60)
     expired = cluster.site(PLAN_B, apps_namespace=ns)
-    assert expired.returncode == 0, failed_output(expired)
+    assert expired.returncode == 0, expired.failures()
     assert any(m.startswith("Taking over an expired apps lock") and "dead0002" in m for m in expired.messages())
     assert cluster.lease(ns) is None
     assert_one_plan_runs(cluster, ["b1", "b2", "b3"], ns)
@@ -242,7 +238,7 @@ def test_a_concurrent_change_is_a_conflict_not_overwritten(cluster: Cluster) -> 
     """Another field manager changes a field the role applies: the dry run stops, naming the app."""
     ns = "lock-conflict"
     first = cluster.site(PLAN_B, apps_namespace=ns)
-    assert first.returncode == 0, failed_output(first)
+    assert first.returncode == 0, first.failures()
     patch = {"spec": {"template": {"spec": {"containers": [{"name": "b1", "image": "pts/c-ray:edited"}]}}}}
     cluster.apps.patch_namespaced_deployment("b1", ns, patch, field_manager="kubectl-edit")
     generations = {n: d.metadata.generation for n, d in cluster.deployments(ns).items()}
@@ -256,16 +252,17 @@ def test_a_concurrent_change_is_a_conflict_not_overwritten(cluster: Cluster) -> 
     assert cluster.lease(ns) is None, "a failed run did not release the lock"
 
     forced = cluster.site(PLAN_B, apps_namespace=ns, apps_force_conflicts=True)
-    assert forced.returncode == 0, failed_output(forced)
+    assert forced.returncode == 0, forced.failures()
     assert cluster.deployments(ns)["b1"].spec.template.spec.containers[0].image == "pts/c-ray"
 
 
 def test_a_prune_in_kube_system_leaves_the_extender_and_its_scheduler(cluster: Cluster) -> None:
     """apps_namespace kube-system, where the extender role puts its Deployments (app.kubernetes.io/managed-by too)."""
+    kubeconfig, context = str(cluster.kwok.kubeconfig), f"kwok-{cluster.kwok.name}"
     extender_vars = {
-        "cluster_provider_resolved": "existing",
-        "cluster_kubeconfig": str(cluster.kwok.kubeconfig),
-        "cluster_context": f"kwok-{cluster.kwok.name}",
+        **cluster_vars("existing", kubeconfig=kubeconfig, context=context),
+        "cluster_kubeconfig": kubeconfig,
+        "cluster_context": context,
         "scheduler_extender_image_build": False,
         "scheduler_extender_kind_load": False,
         "scheduler_extender_image_tag": "lock-test",
@@ -273,16 +270,16 @@ def test_a_prune_in_kube_system_leaves_the_extender_and_its_scheduler(cluster: C
         "scheduler_extender_local_dir": str(cluster.tmp / "extender"),
     }
     applied = run_playbook(cluster.tmp, role_play("scheduler_extender", "in_cluster"), extender_vars)
-    assert applied.returncode == 0, failed_output(applied)
+    assert applied.returncode == 0, applied.failures()
     system = {n: d.metadata.uid for n, d in cluster.deployments("kube-system").items()}
     assert {"interference-extender", "interference-scheduler"} <= set(system)
     assert all(d.metadata.labels["app.kubernetes.io/managed-by"] == "interference.orchestrator"
                for n, d in cluster.deployments("kube-system").items() if n in system)
 
     first = cluster.site(PLAN_A, apps_namespace="kube-system")
-    assert first.returncode == 0, failed_output(first)
+    assert first.returncode == 0, first.failures()
     pruned = cluster.site(PLAN_B, apps_namespace="kube-system")
-    assert pruned.returncode == 0, failed_output(pruned)
+    assert pruned.returncode == 0, pruned.failures()
     after = {n: d.metadata.uid for n, d in cluster.deployments("kube-system").items()}
     assert {n: uid for n, uid in after.items() if n in system} == system
     assert sorted(set(after) - set(system)) == ["b1", "b2", "b3"]
@@ -309,7 +306,7 @@ def interrupt(run: RunningPlaybook) -> None:
 def assert_converges(cluster: Cluster, ns: str, apps: list[dict[str, Any]]) -> None:
     """A rerun (breaking the killed run's lock) succeeds with every app on its planned node; a third changes nothing."""
     rerun = cluster.site(apps, apps_namespace=ns, apps_lock_break=True, apps_strict=False)
-    assert rerun.returncode == 0, failed_output(rerun)
+    assert rerun.returncode == 0, rerun.failures()
     names = sorted(app["name"] for app in apps)
     deployments = cluster.deployments(ns)
     assert sorted(deployments) == names
@@ -319,8 +316,8 @@ def assert_converges(cluster: Cluster, ns: str, apps: list[dict[str, Any]]) -> N
         assert Counter(p.spec.node_name for p in pods[name]) == Counter(planned), name
         assert all(p.status.phase == "Running" for p in pods[name]), name
     third = cluster.site(apps, apps_namespace=ns)
-    assert third.returncode == 0, failed_output(third)
-    assert third.stats["changed"] == 0, failed_output(third)
+    assert third.returncode == 0, third.failures()
+    assert third.stats["changed"] == 0, third.failures()
     assert cluster.lease(ns) is None
 
 
@@ -339,7 +336,7 @@ def test_a_run_killed_during_the_apply_converges_on_rerun(cluster: Cluster) -> N
 def test_a_run_killed_during_the_prune_converges_on_rerun(cluster: Cluster) -> None:
     ns = "killed-in-prune"
     first = cluster.site(MANY, apps_namespace=ns)
-    assert first.returncode == 0, failed_output(first)
+    assert first.returncode == 0, first.failures()
     run = cluster.start_site(OTHERS, apps_namespace=ns)
     try:
         kwok.wait_for("the prune to be under way", lambda: run.process.poll() is None

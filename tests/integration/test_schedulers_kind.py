@@ -34,6 +34,9 @@ from .test_experiment_kind import TOOLS_BIN, VENV_BIN, docker_answers, free_port
 REPO = Path(__file__).resolve().parents[2]
 CLUSTER = kind.SHARED_NAME
 NAMESPACE = "kube-system"
+# The probe pods go where the apps go: the schedulers may bind pods only in the apps
+# namespaces (scheduler_*_bind_namespaces), not in `default`.
+PODS_NAMESPACE = "interference-apps"
 # site.yml runs each role only when some app opts in; the apps themselves are not deployed (no `apps` tag).
 OPTED_IN_APPS = [
     {"name": "web", "image": "pts/mbw", "type": "memory", "scheduler": "extender"},
@@ -124,7 +127,7 @@ def probe_pod(name: str, scheduler: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default", "labels": {"interference.orchestrator/type": "cpu"}},
+        "metadata": {"name": name, "namespace": PODS_NAMESPACE, "labels": {"interference.orchestrator/type": "cpu"}},
         "spec": {
             "schedulerName": scheduler,
             "containers": [{"name": "probe", "image": PROBE_IMAGE, "imagePullPolicy": "IfNotPresent",
@@ -136,14 +139,14 @@ def probe_pod(name: str, scheduler: str) -> dict[str, Any]:
 def wait_for_node(env: dict[str, str], name: str, timeout: float = 120) -> str:
     deadline = time.monotonic() + timeout
     while True:
-        node = kubectl(env, "get", "pod", name, "-o", "jsonpath={.spec.nodeName}").strip()
+        node = kubectl(env, "-n", PODS_NAMESPACE, "get", "pod", name, "-o", "jsonpath={.spec.nodeName}").strip()
         if node or time.monotonic() > deadline:
             return node
         time.sleep(2)
 
 
 def scheduled_by(env: dict[str, str], pod: str) -> list[str]:
-    events = kubectl_json(env, "get", "events", "--field-selector", f"involvedObject.name={pod},reason=Scheduled")
+    events = kubectl_json(env, "-n", PODS_NAMESPACE, "get", "events", "--field-selector", f"involvedObject.name={pod},reason=Scheduled")
     return [e.get("reportingComponent") or e["source"].get("component", "") for e in events["items"]]
 
 
@@ -153,11 +156,11 @@ def test_a_pod_with_the_scheduler_name_is_bound_by_that_scheduler(cluster: dict[
     kubectl(cluster, "apply", "-f", "-", stdin=json.dumps(probe_pod(pod, scheduler)))
     try:
         node = wait_for_node(cluster, pod)
-        assert node.startswith(f"{CLUSTER}-worker"), kubectl(cluster, "describe", "pod", pod)
+        assert node.startswith(f"{CLUSTER}-worker"), kubectl(cluster, "-n", PODS_NAMESPACE, "describe", "pod", pod)
         assert scheduled_by(cluster, pod) == [scheduler]
         if scheduler == "gpu-scheduler":
             log = kubectl(cluster, "-n", NAMESPACE, "logs", "deployment/gpu-scheduler")
-            assert "Successfully bound pod to node" in log and f"default/{pod}" in log, log[-3000:]
+            assert "Successfully bound pod to node" in log and f"{PODS_NAMESPACE}/{pod}" in log, log[-3000:]
         else:
             # The extender answered the filter call of this scheduler (its own counter, read through the API server).
             metrics = kubectl(cluster, "get", "--raw",
@@ -167,7 +170,7 @@ def test_a_pod_with_the_scheduler_name_is_bound_by_that_scheduler(cluster: dict[
                         and 'code="200"' in line]
             assert filtered and float(filtered[0].split()[-1]) >= 1, metrics[-3000:]
     finally:
-        kubectl(cluster, "delete", "pod", pod, "--wait=false", "--ignore-not-found")
+        kubectl(cluster, "-n", PODS_NAMESPACE, "delete", "pod", pod, "--wait=false", "--ignore-not-found")
 
 
 def test_a_second_run_changes_nothing(cluster: dict[str, str]) -> None:

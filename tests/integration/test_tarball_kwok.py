@@ -19,6 +19,7 @@ PATH only (the tools folder points at an empty directory):
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import shutil
@@ -56,6 +57,8 @@ class Installed:
         self.work = root / "work"
         self.kwok_workdir = root / "kwok"
         self.empty_tools = root / "no-tools"
+        # This run's own kwokctl creation lock (the role's default is machine-wide).
+        self.create_lock = root / "kwokctl-create.lock"
 
     def env(self) -> dict[str, str]:
         """No ansible.cfg, the installed collection only, the tools on PATH (never the tools folder)."""
@@ -117,7 +120,8 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     group_vars.mkdir(parents=True)
     (group_vars / "apps.yml").write_text(yaml.safe_dump({"apps": [APP]}))
     (group_vars / "cluster.yml").write_text(yaml.safe_dump({
-        "cluster_name": CLUSTER, "cluster_workers": 2, "kwok_cluster_user_kubeconfig": "", "apps_wait_timeout": 120}))
+        "cluster_name": CLUSTER, "cluster_workers": 2, "kwok_cluster_user_kubeconfig": "", "apps_wait_timeout": 120,
+        "kwok_cluster_create_lock": str(inst.create_lock)}))
     try:
         yield inst
     finally:
@@ -145,6 +149,16 @@ def test_site_by_fqcn_places_exactly_the_inventorys_one_app_and_it_runs(
     assert [(p.metadata.labels["app.kubernetes.io/name"], p.status.phase) for p in pods] == [(APP["name"], "Running")]
     # The placement table names the app and the worker it went to.
     assert re.search(rf"{APP['name']}\s.*{CLUSTER}-worker", first_run.stdout), first_run.stdout[-3000:]
+
+
+def test_the_running_cluster_does_not_hold_the_creation_lock(
+    installed: Installed, first_run: subprocess.CompletedProcess[str]
+) -> None:
+    """The lock covers `kwokctl create` only: the components it leaves running must not inherit it, or every
+    later creation on the machine (the second run's, another checkout's) waits until this cluster is deleted."""
+    assert recap(first_run.stdout)["failed"] == 0
+    with installed.create_lock.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # BlockingIOError when a component holds it
 
 
 def test_a_second_run_changes_nothing(installed: Installed, first_run: subprocess.CompletedProcess[str]) -> None:

@@ -48,6 +48,18 @@ class PlaybookRun:
                     found.append(task["hosts"]["localhost"])
         return found
 
+    def failures(self) -> str:
+        """Each failed task (not rescued or ignored) with its message, then the stderr: an assertion's explanation."""
+        lines = []
+        for play in self.report["plays"]:
+            for task in play["tasks"]:
+                result = task["hosts"].get("localhost", {})
+                if result.get("failed") and not result.get("ignore_errors"):
+                    lines.append(f"{task['task']['name']}: {result.get('msg', '')}")
+                    lines.extend(f"  item {r.get('item')!r}: {r.get('msg', '')}"
+                                 for r in result.get("results", []) if r.get("failed"))
+        return "\n".join([f"exit {self.returncode}, stats {self.report.get('stats', {})}", *lines, self.stderr[-3000:]])
+
     def messages(self) -> list[str]:
         """Every message the debug tasks printed, flattened to strings."""
         out: list[str] = []

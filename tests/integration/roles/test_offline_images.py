@@ -20,7 +20,6 @@ import pytest
 import yaml
 
 from tests.support import playbook_json
-from tests.support.cluster_contract import cluster_vars
 from tests.support.playbook_json import REPO, run_playbook
 
 DEBIAN_CONTEXT = REPO / "files" / "workloads"
@@ -207,23 +206,3 @@ def test_kind_config_leaves_kinds_default_image_when_images_come_from_the_regist
     )
     assert run.returncode == 0, run.report
     assert all("image" not in node for node in yaml.safe_load(config.read_text())["nodes"])
-
-
-def test_monitoring_is_one_line_offline_and_touches_nothing(tmp_path: Path) -> None:
-    run = run_playbook(
-        tmp_path,
-        [
-            {
-                "hosts": "localhost",
-                "gather_facts": False,
-                "tasks": [{"ansible.builtin.include_role": {"name": "interference.orchestrator.monitoring"}}],
-            }
-        ],
-        {**cluster_vars("kind"), "cluster_provider_image_source": "offline"},
-    )
-    assert run.returncode == 0, run.report
-    assert run.stats["changed"] == 0
-    (message,) = run.messages()
-    assert message.startswith("monitoring: skipped on kind: the image source is offline")
-    assert "kube-prometheus-stack" in message
-    assert "\n" not in message

@@ -24,7 +24,7 @@ import yaml
 from tests.support.playbook_json import PlaybookRun, run_playbook
 from tests.support.pod_security import hardening_gaps
 
-from .test_apps_templates import render as render_apps
+from .test_apps_place import render as render_apps
 
 KUBERNETES_VERSION = "1.34"
 PLUGINS = ["GPUScheduler", "SpotScheduler", "AZScheduler", "InterferenceAware"]

@@ -8,10 +8,13 @@ item, the field, and what is wrong, in the words of the input.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from ansible._internal._datatag._tags import Origin
+from ansible_collections.interference.orchestrator.plugins.module_utils import model
 from ansible_collections.interference.orchestrator.plugins.module_utils.apps_plan import plan_apps
 from ansible_collections.interference.orchestrator.plugins.module_utils.errors import (
     AppInputError,
@@ -361,3 +364,11 @@ def test_rebalance_given_as_the_word_false_is_false() -> None:
     """`-e apps_rebalance=false` arrives as the string 'false', which Python takes as true."""
     plan = place([app()], ["w1", "w2"], previous={"web": ["w2"]}, rebalance="false")
     assert plan.node_names(0) == ["w2"]
+
+
+def test_the_apps_role_argument_spec_declares_exactly_the_fields_the_engine_reads() -> None:
+    """Ansible validates `apps` against the role's suboptions before the engine sees it: a field the engine reads
+    but the spec lacks is refused as unsupported (tolerations once was), one the spec has but the engine lacks
+    would pass unread."""
+    spec = yaml.safe_load((Path(__file__).parents[4] / "roles" / "apps" / "meta" / "argument_specs.yml").read_text())
+    assert sorted(spec["argument_specs"]["main"]["options"]["apps"]["options"]) == sorted(model.APP_FIELDS)
