@@ -35,8 +35,9 @@ REPO = Path(__file__).resolve().parents[2]
 CLUSTER = kind.SHARED_NAME
 NAMESPACE = "kube-system"
 # The probe pods go where the apps go: the schedulers may bind pods only in the apps
-# namespaces (scheduler_*_bind_namespaces), not in `default`.
-PODS_NAMESPACE = "interference-apps"
+# namespace (scheduler_*_bind_namespaces default to apps_namespace), not in `default`.
+# One of this module's own: the shared cluster's interference-apps is the registry test's.
+PODS_NAMESPACE = "scheduler-probes"
 # site.yml runs each role only when some app opts in; the apps themselves are not deployed (no `apps` tag).
 OPTED_IN_APPS = [
     {"name": "web", "image": "pts/mbw", "type": "memory", "scheduler": "extender"},
@@ -63,6 +64,7 @@ pytestmark = [
 def site(env: dict[str, str], *extra: str) -> subprocess.CompletedProcess[str]:
     args = [str(VENV_BIN / "ansible-playbook"), "site.yml", "-e", "cluster_provider=kind",
             "-e", f"cluster_name={CLUSTER}", "-e", "image_source=offline", "-e", "cluster_workers=2",
+            "-e", f"apps_namespace={PODS_NAMESPACE}",
             "-e", json.dumps({"apps": OPTED_IN_APPS}), *extra]
     if os.environ.get("KIND_NODE_IMAGE"):
         args += ["-e", f"kind_cluster_node_image={os.environ['KIND_NODE_IMAGE']}"]
@@ -146,7 +148,8 @@ def wait_for_node(env: dict[str, str], name: str, timeout: float = 120) -> str:
 
 
 def scheduled_by(env: dict[str, str], pod: str) -> list[str]:
-    events = kubectl_json(env, "-n", PODS_NAMESPACE, "get", "events", "--field-selector", f"involvedObject.name={pod},reason=Scheduled")
+    events = kubectl_json(env, "-n", PODS_NAMESPACE, "get", "events",
+                          "--field-selector", f"involvedObject.name={pod},reason=Scheduled")
     return [e.get("reportingComponent") or e["source"].get("component", "") for e in events["items"]]
 
 
@@ -162,9 +165,11 @@ def test_a_pod_with_the_scheduler_name_is_bound_by_that_scheduler(cluster: dict[
             log = kubectl(cluster, "-n", NAMESPACE, "logs", "deployment/gpu-scheduler")
             assert "Successfully bound pod to node" in log and f"{PODS_NAMESPACE}/{pod}" in log, log[-3000:]
         else:
-            # The extender answered the filter call of this scheduler (its own counter, read through the API server).
+            # The extender answered the filter call of this scheduler (its own counter, read through the API
+            # server's service proxy; over HTTPS, scheduler_extender_tls's default, and /metrics needs no client
+            # certificate).
             metrics = kubectl(cluster, "get", "--raw",
-                              f"/api/v1/namespaces/{NAMESPACE}/services/interference-extender:http/proxy/metrics")
+                              f"/api/v1/namespaces/{NAMESPACE}/services/https:interference-extender:http/proxy/metrics")
             filtered = [line for line in metrics.splitlines()
                         if line.startswith("interference_extender_requests_total{") and 'verb="filter"' in line
                         and 'code="200"' in line]

@@ -25,6 +25,9 @@ from interference_extender.server import ServerLimits, memory_bound_bytes
 from tests.support.playbook_json import PlaybookRun, run_playbook
 from tests.support.pod_security import hardening_gaps
 
+from .test_scheduler_plugins_templates import by_kind as plugins_by_kind
+from .test_scheduler_plugins_templates import render_manifests
+
 KUBERNETES_VERSION = "1.34"
 
 
@@ -191,6 +194,15 @@ def test_extender_rbac_reads_pods_and_nodes_and_creates_bindings_only(manifests:
     resources = {r for rule in own["rules"] for r in rule["resources"]}
     assert not resources & {"leases", "pods/binding", "bindings", "secrets"}
     assert not [m for m in manifests if m.get("roleRef", {}).get("name") == "system:kube-scheduler"]
+
+
+def test_the_second_scheduler_gets_the_rules_of_the_plugin_scheduler(
+    manifests: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    """Both run kube-scheduler v1.34, which waits for every informer it starts: a list it may not do (once
+    volumeattachments) leaves its caches unsynced, and it schedules no pod at all."""
+    plugins = plugins_by_kind(render_manifests(tmp_path, b"scheduler build"), "ClusterRole", "gpu-scheduler")
+    assert by_kind(manifests, "ClusterRole", "interference-scheduler")["rules"] == plugins["rules"]
 
 
 def test_extender_deployment_and_service(manifests: list[dict[str, Any]]) -> None:
