@@ -69,6 +69,10 @@ class Installed:
             ANSIBLE_NOCOLOR="1",
             INTERFERENCE_TOOLS_BIN=str(self.empty_tools),
             KWOK_WORKDIR=str(self.kwok_workdir),
+            # Python's own bytecode cache: Ansible imports the filter plugins from the installed tree, which
+            # leaves plugins/filter/__pycache__ there, and `collection verify` reports that directory as
+            # modified (ansible/ansible#81628). Not a file the collection writes; anything else would show.
+            PYTHONDONTWRITEBYTECODE="1",
             PATH=f"{tools_bin()}{os.pathsep}{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
         )
         return env
