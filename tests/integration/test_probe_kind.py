@@ -105,17 +105,26 @@ def test_a_cpu_stressor_raises_its_workers_cpu_pressure_clearly_above_the_other_
         assert rise is not None and rise <= 2 * INTERVAL_S, (stressed, rise, computed["first_rise_s"]["cpu"])
 
 
-def test_a_memory_stressor_moves_the_memory_signal_and_barely_the_idle_neighbours_cpu_share(
-    isolation: dict[str, Any],
-) -> None:
+def test_a_memory_stressor_barely_moves_the_idle_neighbours_cpu_share(isolation: dict[str, Any]) -> None:
     computed = isolation["computed"]
     baseline = computed["baseline"]
     for stressed, observed in computed["response"]["memory_bandwidth"].items():
         (neighbour,) = [n for n in computed["nodes"] if n != stressed]
-        moved = max(observed[n]["memory_bandwidth"] - baseline[n]["memory_bandwidth"] for n in computed["nodes"])
-        assert moved > BARELY, (stressed, observed, baseline)
         cpu_change = observed[neighbour]["cpu"] - baseline[neighbour]["cpu"]
         assert cpu_change <= BARELY, (stressed, neighbour, observed[neighbour], baseline[neighbour])
+
+
+# Not shown by this testbed, so not claimed: the memory signal moved by 0.24 on a quiet machine
+# (docs/monitoring/isolation-kind-2026-12-01-quiet/), but by 0.11 in CI's quiet step and by 0.06
+# beside busy workers (2026-12-01), with idle baselines up to 0.17: within the host's noise.
+@pytest.mark.xfail(reason="the memory-bandwidth signal is within this host's noise (0.06 to 0.24 measured)",
+                   strict=False)
+def test_a_memory_stressor_moves_the_memory_signal(isolation: dict[str, Any]) -> None:
+    computed = isolation["computed"]
+    baseline = computed["baseline"]
+    for stressed, observed in computed["response"]["memory_bandwidth"].items():
+        moved = max(observed[n]["memory_bandwidth"] - baseline[n]["memory_bandwidth"] for n in computed["nodes"])
+        assert moved > BARELY, (stressed, observed, baseline)
 
 
 def test_the_report_and_heatmap_are_written_beside_results_json(isolation: dict[str, Any]) -> None:
