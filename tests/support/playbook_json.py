@@ -49,7 +49,7 @@ class PlaybookRun:
         return found
 
     def failures(self) -> str:
-        """Each failed task (not rescued or ignored) with its message, then the stderr: an assertion's explanation."""
+        """Each failed task (rescued ones too, ignore_errors ones not) with its message, then the stderr."""
         lines = []
         for play in self.report["plays"]:
             for task in play["tasks"]:
