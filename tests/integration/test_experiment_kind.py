@@ -90,9 +90,11 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
         "KUBECONFIG": str(home / "kubeconfig"),
     }
     try:
-        # Grafana is skipped, but kind still publishes its port: 3000 may belong to another cluster.
-        port = f"grafana_host_port={free_port()}"
-        created = playbook(env, "site.yml", "--skip-tags", "monitoring,extender", "-e", port)
+        # Monitoring is skipped, but kind still publishes Grafana's and Prometheus' host ports:
+        # 3000 and 9090 may belong to another cluster or a local Prometheus (a CI run beside
+        # another run of this suite on one host failed on "Bind for 127.0.0.1:9090").
+        ports = ["-e", f"grafana_host_port={free_port()}", "-e", f"prometheus_host_port={free_port()}"]
+        created = playbook(env, "site.yml", "--skip-tags", "monitoring,extender", *ports)
         assert created.returncode == 0, tail(created)
         yield env
     finally:

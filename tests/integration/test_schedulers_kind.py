@@ -93,8 +93,10 @@ def cluster(shared_kind: kind.KindCluster) -> Iterator[dict[str, str]]:
     # The kind tier's shared cluster (tests/integration/conftest.py): site.yml finds
     # it by name and reuses it, so this module pays for no cluster of its own.
     env = {**shared_kind.env, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg")}
-    # kind publishes Grafana's port even with monitoring skipped: 3000 may belong to another cluster.
-    created = site(env, "--tags", "cluster,extender,plugins", "-e", f"grafana_host_port={free_port()}")
+    # kind publishes Grafana's and Prometheus' ports even with monitoring skipped:
+    # 3000 and 9090 may belong to another cluster.
+    ports = ["-e", f"grafana_host_port={free_port()}", "-e", f"prometheus_host_port={free_port()}"]
+    created = site(env, "--tags", "cluster,extender,plugins", *ports)
     assert created.returncode == 0, tail(created)
     yield env
 

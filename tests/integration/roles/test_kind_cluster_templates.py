@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import socket
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ import pytest
 import yaml
 
 from tests.support import playbook_json
+from tests.support.kwok import free_port
 from tests.support.playbook_json import run_playbook
 from tests.support.tools import tools_bin
 
@@ -160,6 +162,10 @@ def stub_env(tmp_path: Path) -> dict[str, Any]:
             "kind_cluster_check_reuse": False,
             "kind_cluster_config_dir": str(tmp_path / "config"),
             "kind_cluster_kubeconfig": str(tmp_path / "kube" / "config"),
+            # The role checks that the ports it publishes are free: not 3000 and 9090,
+            # which a real cluster on this host may hold.
+            "kind_cluster_grafana_host_port": free_port(),
+            "kind_cluster_prometheus_host_port": free_port(),
         },
         "env": {"STUB_KIND_STATE": str(state)},
     }
@@ -247,7 +253,8 @@ def test_delete_removes_the_cluster_once(tmp_path: Path, stub_env: dict[str, Any
         ({"cluster_workers": 0}, "cluster_workers"),
         ({"grafana_node_port": 3000}, "kind_cluster_grafana_node_port"),
         ({"prometheus_node_port": 30300}, "kind_cluster_prometheus_node_port"),
-        ({"prometheus_host_port": 3000}, "kind_cluster_prometheus_host_port"),
+        ({"kind_cluster_prometheus_host_port": "{{ kind_cluster_grafana_host_port }}"},
+         "kind_cluster_prometheus_host_port"),
     ],
 )
 def test_bad_inputs_fail_before_kind_runs(
@@ -257,3 +264,18 @@ def test_bad_inputs_fail_before_kind_runs(
     assert run.returncode != 0
     assert named in json.dumps(run.report)
     assert kind_calls(stub_env["state"]) == []
+
+
+def test_a_taken_host_port_fails_before_kind_runs_and_names_the_variable(
+    tmp_path: Path, stub_env: dict[str, Any]
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        run = run_playbook(tmp_path, role_play(), {**stub_env["vars"], "kind_cluster_prometheus_host_port": port},
+                           env=stub_env["env"])
+    assert run.returncode != 0
+    failure = run.failures()
+    assert f"127.0.0.1:{port} is already in use" in failure and "kind_cluster_prometheus_host_port" in failure
+    assert [c[:2] for c in kind_calls(stub_env["state"])] == [["get", "clusters"]]
