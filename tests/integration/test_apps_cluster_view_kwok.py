@@ -1,17 +1,18 @@
 """The apps role sees nodes and capacity as kube-scheduler does (kwok, real control plane, ansible-playbook).
 
-Two labelled workers: one tainted dedicated=gpu:NoSchedule and one 90% full:
-a pod this collection does not manage requests 3600m of its 4 CPUs. The run
-must avoid the first, fit the apps into what the second has left, print why
-the tainted one was left out, and rerun with changed=0; an app too big for
-what is left is refused before anything is applied; an app that tolerates the
-taint uses the tainted node.
+Three labelled workers: one tainted dedicated=gpu:NoSchedule, one NotReady,
+and one 90% full: a pod this collection does not manage requests 3600m of its
+4 CPUs. The run must avoid the first two, fit the apps into what the third has
+left, print why the tainted and the NotReady ones were left out, and rerun with
+changed=0; an app too big for what is left is refused before anything is
+applied; an app that tolerates the taint uses the tainted node.
 
-The tests run in order on one cluster (module scope). A NotReady node is not
-here: kwokctl 0.8's kwok-controller plays every node Ready, and limiting it to
-annotated nodes (--extra-args kwok-controller=manage-all-nodes=false ...)
-makes it exit ("node leases parallelism must be greater than 0"); the
-NotReady rule is unit-tested (test_cluster_view.py).
+The NotReady node is played by kwok's own chaos stage (node-not-ready, for nodes
+labelled node-not-ready.stage.kwok.x-k8s.io=true), loaded with kwokctl's default
+stages from tests/support/kwok-stages/not-ready-nodes.yaml; the node controller
+then taints it node.kubernetes.io/not-ready, as it does a dead kubelet's node.
+
+The tests run in order on one cluster (module scope).
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ pytestmark = [
 
 NAMESPACE = "interference-apps"
 MANAGED = "app.kubernetes.io/managed-by=interference.orchestrator"
-TAINTED, BUSY = "cv-tainted", "cv-busy"
+TAINTED, BUSY, DOWN = "cv-tainted", "cv-busy", "cv-down"
+STAGES = Path(kwok.__file__).parent / "kwok-stages" / "not-ready-nodes.yaml"
 TAINT = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
 APPS = [
     {"name": "cruncher", "image": "pts/c-ray", "type": "cpu", "resources": {"requests": {"cpu": "200m"}}},
@@ -46,11 +48,13 @@ TOLERANT = {
 }
 
 
-def node(name: str, group: str, *, taints: list[dict[str, str]] | None = None) -> dict[str, Any]:
+def node(name: str, group: str, *, taints: list[dict[str, str]] | None = None, ready: bool = True) -> dict[str, Any]:
     capacity = {"cpu": "4", "memory": "8Gi", "pods": "110"}
     metadata: dict[str, Any] = {
         "name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "group": group},
     }
+    if not ready:
+        metadata["labels"]["node-not-ready.stage.kwok.x-k8s.io"] = "true"
     metadata["annotations"] = {"kwok.x-k8s.io/node": "fake"}
     return {
         "apiVersion": "v1", "kind": "Node", "metadata": metadata, "spec": {"taints": taints or []},
@@ -86,16 +90,19 @@ class Cluster:
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
     workdir = tmp_path_factory.mktemp(f"cluster-view-{worker}")
-    kwok_cluster = kwok.KwokCluster(name=f"engine-cv-{worker}-{kwok.free_port()}", workdir=workdir)
+    kwok_cluster = kwok.KwokCluster(name=f"engine-cv-{worker}-{kwok.free_port()}", workdir=workdir,
+                                    create_args=("--config", str(STAGES)))
     kwok_cluster.create()
     try:
         state = Cluster(kwok_cluster, workdir)
         core = state.core
         core.create_node(node(TAINTED, "node1", taints=[TAINT]))
         core.create_node(node(BUSY, "node2"))
-        kwok.wait_for("the played nodes to be Ready", lambda: all(
-            any(c.type == "Ready" and c.status == "True" for c in (core.read_node(n).status.conditions or []))
-            for n in (TAINTED, BUSY)
+        core.create_node(node(DOWN, "node3", ready=False))
+        kwok.wait_for("the played nodes to be Ready, and the chaos one NotReady", lambda: all(
+            any(c.type == "Ready" and c.status == ("True" if n != DOWN else "False")
+                for c in (core.read_node(n).status.conditions or []))
+            for n in (TAINTED, BUSY, DOWN)
         ))
         # Another tenant's pod, bound directly: 3600m of the node's 4 CPUs.
         core.create_namespaced_pod("default", {
@@ -125,6 +132,7 @@ def test_the_run_avoids_the_tainted_node_and_fits_what_other_pods_leave(cluster:
     assert cluster.nodes_of_apps() == {"cruncher": [BUSY], "streamer": [BUSY]}
     printed = table(run)
     assert f"LEFT OUT: {TAINTED}: tainted dedicated=gpu:NoSchedule, which no app tolerates" in printed
+    assert f"LEFT OUT: {DOWN}: NotReady" in printed
 
 
 def test_the_rerun_changes_nothing(cluster: Cluster) -> None:
@@ -139,8 +147,8 @@ def test_an_app_bigger_than_what_is_left_is_refused_before_anything_is_applied(c
     run = cluster.run([*APPS, big])
     assert run.returncode != 0
     output = run.failures()
-    assert "0/2 nodes fit big" in output, output
-    assert "insufficient cpu" in output and "untolerated taint" in output
+    assert "0/3 nodes fit big" in output, output
+    assert "insufficient cpu" in output and "untolerated taint" in output and "1 not ready" in output
     assert "Traceback" not in output
     assert "big" not in cluster.nodes_of_apps()
 
