@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from tests.support import kwok
+from tests.support import kwok, rbac
 from tests.support.cluster_contract import cluster_vars
 from tests.support.k8s_objects import make_node, make_pod
 from tests.support.playbook_json import PlaybookRun, role_play, run_playbook
@@ -94,15 +94,8 @@ class Setup:
         return self.api.read_namespaced_pod(name, "default")
 
     def can_i(self, account: str, verb: str, resource: str, namespace: str) -> bool:
-        """`kubectl auth can-i` as the ServiceAccount; `pods/binding` is the subresource, `leases/x` a name."""
-        what = ["pods", "--subresource=binding"] if resource == "pods/binding" else [resource]
-        proc = subprocess.run(
-            [str(kwok.TOOLS / "kubectl"), "--kubeconfig", str(self.cluster.kubeconfig), "auth", "can-i", verb,
-             *what, "-n", namespace, f"--as=system:serviceaccount:kube-system:{account}"],
-            capture_output=True, text=True, check=False,
-        )
-        assert proc.stdout.strip() in ("yes", "no"), proc.stdout + proc.stderr
-        return proc.stdout.strip() == "yes"
+        return rbac.can_i([str(kwok.TOOLS / "kubectl"), "--kubeconfig", str(self.cluster.kubeconfig)],
+                          account, verb, resource, namespace)
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,8 @@ host-built binary, both built by `make images` before the tests. It runs the
 scheduler_extender and scheduler_plugins roles' in-cluster path (site.yml tags
 extender and plugins, apps that opt in to each), and checks that both run
 under their hardened securityContext (non-root 65532, read-only root, runtime
-seccomp), that a pod of each schedulerName is bound by its own scheduler, and
+seccomp), that a pod of each schedulerName is bound by its own scheduler, that
+`kubectl auth can-i --as` each ServiceAccount shows the narrowed RBAC, and
 that a second run changes nothing. Needs a
 Docker engine, kind and gpu-scheduler in the tools folder; skipped with the reason
 when one is missing. KIND_NODE_IMAGE names a node image to use instead of the
@@ -27,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from tests.support import kind
+from tests.support import kind, rbac
 
 from .test_experiment_kind import TOOLS_BIN, VENV_BIN, docker_answers, free_port, tail
 
@@ -178,6 +179,28 @@ def test_a_pod_with_the_scheduler_name_is_bound_by_that_scheduler(cluster: dict[
             assert filtered and float(filtered[0].split()[-1]) >= 1, metrics[-3000:]
     finally:
         kubectl(cluster, "-n", PODS_NAMESPACE, "delete", "pod", pod, "--wait=false", "--ignore-not-found")
+
+
+def test_the_service_accounts_have_only_the_narrowed_rights(cluster: dict[str, str]) -> None:
+    def can_i(account: str, verb: str, resource: str, namespace: str) -> bool:
+        return rbac.can_i([str(TOOLS_BIN / "kubectl"), "--context", f"kind-{CLUSTER}"], account, verb, resource,
+                          namespace, account_namespace=NAMESPACE, env=cluster)
+
+    extender, schedulers = "interference-extender", sorted(SCHEDULERS)
+    # Bindings only in the apps namespace (scheduler_*_bind_namespaces' default), for the
+    # extender and both schedulers.
+    for account in (extender, *schedulers):
+        assert can_i(account, "create", "pods/binding", PODS_NAMESPACE), account
+        assert not can_i(account, "create", "pods/binding", "default"), account
+        assert not can_i(account, "create", "pods/binding", "kube-system"), account
+    # The extender reads and writes nothing else.
+    assert can_i(extender, "list", "pods", "default")
+    assert not can_i(extender, "delete", "pods", PODS_NAMESPACE)
+    assert not can_i(extender, "update", "leases", NAMESPACE)
+    # Each scheduler: its own Lease only, never the default scheduler's.
+    for scheduler in schedulers:
+        assert can_i(scheduler, "update", f"leases/{scheduler}", NAMESPACE), scheduler
+        assert not can_i(scheduler, "update", "leases/kube-scheduler", NAMESPACE), scheduler
 
 
 def test_a_second_run_changes_nothing(cluster: dict[str, str]) -> None:
