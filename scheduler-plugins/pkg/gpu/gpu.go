@@ -11,7 +11,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -51,13 +50,10 @@ func DefaultArgs() Args {
 
 // Validate names the first bad arg.
 func (a Args) Validate() error {
-	if errs := validation.IsQualifiedName(a.ResourceName); len(errs) > 0 {
-		return fmt.Errorf("%s: args.resourceName: %q is not a valid resource name: %v", Name, a.ResourceName, errs)
+	if err := pluginargs.QualifiedName(Name, "resourceName", a.ResourceName, "resource name"); err != nil {
+		return err
 	}
-	if errs := validation.IsQualifiedName(a.MemoryLabel); len(errs) > 0 {
-		return fmt.Errorf("%s: args.memoryLabel: %q is not a valid label key: %v", Name, a.MemoryLabel, errs)
-	}
-	return nil
+	return pluginargs.QualifiedName(Name, "memoryLabel", a.MemoryLabel, "label key")
 }
 
 // Plugin is GPUScheduler.
@@ -76,11 +72,8 @@ var (
 
 // New builds the plugin from its args (defaults for missing fields).
 func New(_ context.Context, obj runtime.Object, _ framework.Handle) (framework.Plugin, error) {
-	args := DefaultArgs()
-	if err := pluginargs.Decode(Name, obj, &args); err != nil {
-		return nil, err
-	}
-	if err := args.Validate(); err != nil {
+	args, err := pluginargs.Load(Name, obj, DefaultArgs())
+	if err != nil {
 		return nil, err
 	}
 	return &Plugin{args: args, resource: v1.ResourceName(args.ResourceName), avoid: *args.AvoidGPUNodesForOtherPods}, nil

@@ -10,7 +10,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -48,8 +47,8 @@ func DefaultArgs() Args {
 // Validate names the first bad arg.
 func (a Args) Validate() error {
 	for field, key := range map[string]string{"profileAnnotation": a.ProfileAnnotation, "typeLabel": a.TypeLabel} {
-		if errs := validation.IsQualifiedName(key); len(errs) > 0 {
-			return fmt.Errorf("%s: args.%s: %q is not a valid key: %v", Name, field, key, errs)
+		if err := pluginargs.QualifiedName(Name, field, key, "key"); err != nil {
+			return err
 		}
 	}
 	if a.Resolution < 1 || a.Resolution > 1_000_000 {
@@ -74,11 +73,8 @@ var (
 // handle (in the scheduler), deleted pods and nodes leave the plugin's memos
 // through the scheduler's own informers.
 func New(_ context.Context, obj runtime.Object, handle framework.Handle) (framework.Plugin, error) {
-	args := DefaultArgs()
-	if err := pluginargs.Decode(Name, obj, &args); err != nil {
-		return nil, err
-	}
-	if err := args.Validate(); err != nil {
+	args, err := pluginargs.Load(Name, obj, DefaultArgs())
+	if err != nil {
 		return nil, err
 	}
 	p := &Plugin{args: args, pods: newPodProfiles(), nodes: &nodeCache{}}

@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation"
 	toolscache "k8s.io/client-go/tools/cache"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -38,10 +37,7 @@ func DefaultArgs() Args {
 
 // Validate names the first bad arg.
 func (a Args) Validate() error {
-	if errs := validation.IsQualifiedName(a.TopologyKey); len(errs) > 0 {
-		return fmt.Errorf("%s: args.topologyKey: %q is not a valid label key: %v", Name, a.TopologyKey, errs)
-	}
-	return nil
+	return pluginargs.QualifiedName(Name, "topologyKey", a.TopologyKey, "label key")
 }
 
 // Plugin is AZScheduler.
@@ -60,11 +56,8 @@ var (
 
 // New builds the plugin from its args (defaults for missing fields).
 func New(_ context.Context, obj runtime.Object, handle framework.Handle) (framework.Plugin, error) {
-	args := DefaultArgs()
-	if err := pluginargs.Decode(Name, obj, &args); err != nil {
-		return nil, err
-	}
-	if err := args.Validate(); err != nil {
+	args, err := pluginargs.Load(Name, obj, DefaultArgs())
+	if err != nil {
 		return nil, err
 	}
 	p := &Plugin{args: args, handle: handle}
