@@ -10,11 +10,11 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
+	"interference.orchestrator/scheduler-plugins/pkg/deletions"
 	"interference.orchestrator/scheduler-plugins/pkg/nodescore"
 	"interference.orchestrator/scheduler-plugins/pkg/pluginargs"
 )
@@ -78,37 +78,13 @@ func New(_ context.Context, obj runtime.Object, handle framework.Handle) (framew
 		return nil, err
 	}
 	p := &Plugin{args: args, pods: newPodProfiles(), nodes: &nodeCache{}}
-	if handle != nil && handle.SharedInformerFactory() != nil {
-		informers := handle.SharedInformerFactory().Core().V1()
-		if _, err := informers.Pods().Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			DeleteFunc: func(obj interface{}) {
-				if pod, ok := deleted[*v1.Pod](obj); ok {
-					p.pods.forget(pod.UID)
-				}
-			},
-		}); err != nil {
-			return nil, fmt.Errorf("%s: watching pod deletions: %w", Name, err)
-		}
-		if _, err := informers.Nodes().Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			DeleteFunc: func(obj interface{}) {
-				if node, ok := deleted[*v1.Node](obj); ok {
-					p.nodes.forget(node.Name)
-				}
-			},
-		}); err != nil {
-			return nil, fmt.Errorf("%s: watching node deletions: %w", Name, err)
-		}
+	if err := deletions.Pods(Name, handle, func(pod *v1.Pod) { p.pods.forget(pod.UID) }); err != nil {
+		return nil, err
+	}
+	if err := deletions.Nodes(Name, handle, func(node *v1.Node) { p.nodes.forget(node.Name) }); err != nil {
+		return nil, err
 	}
 	return p, nil
-}
-
-// deleted unwraps an informer's delete event (the object, or its tombstone).
-func deleted[T any](obj interface{}) (T, bool) {
-	if tombstone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-		obj = tombstone.Obj
-	}
-	value, ok := obj.(T)
-	return value, ok
 }
 
 // Name returns the plugin name.

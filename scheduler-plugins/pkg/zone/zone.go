@@ -11,10 +11,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	toolscache "k8s.io/client-go/tools/cache"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
+	"interference.orchestrator/scheduler-plugins/pkg/deletions"
 	"interference.orchestrator/scheduler-plugins/pkg/nodescore"
 	"interference.orchestrator/scheduler-plugins/pkg/pluginargs"
 )
@@ -61,20 +61,9 @@ func New(_ context.Context, obj runtime.Object, handle framework.Handle) (framew
 		return nil, err
 	}
 	p := &Plugin{args: args, handle: handle}
-	if handle != nil && handle.SharedInformerFactory() != nil {
-		// A deleted node's counts leave with it.
-		if _, err := handle.SharedInformerFactory().Core().V1().Nodes().Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			DeleteFunc: func(obj interface{}) {
-				if tombstone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-					obj = tombstone.Obj
-				}
-				if node, ok := obj.(*v1.Node); ok {
-					p.nodes.Delete(node.Name)
-				}
-			},
-		}); err != nil {
-			return nil, fmt.Errorf("%s: watching node deletions: %w", Name, err)
-		}
+	// A deleted node's counts leave with it.
+	if err := deletions.Nodes(Name, handle, func(node *v1.Node) { p.nodes.Delete(node.Name) }); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
