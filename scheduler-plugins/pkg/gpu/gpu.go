@@ -15,14 +15,13 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
+	"interference.orchestrator/scheduler-plugins/pkg/cyclestate"
 	"interference.orchestrator/scheduler-plugins/pkg/nodescore"
 	"interference.orchestrator/scheduler-plugins/pkg/pluginargs"
 )
 
 // Name is the plugin name used in the KubeSchedulerConfiguration.
 const Name = "GPUScheduler"
-
-const stateKey fwk.StateKey = Name
 
 // mebibyte is the unit of the memory label's raw score.
 const mebibyte = 1 << 20
@@ -104,7 +103,7 @@ func (p *Plugin) requestsGPU(pod *v1.Pod) bool {
 // PreFilter skips Filter for pods that request no GPU.
 func (p *Plugin) PreFilter(_ context.Context, cycle fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*framework.PreFilterResult, *fwk.Status) {
 	wants := p.requestsGPU(pod)
-	cycle.Write(stateKey, &state{wantsGPU: wants})
+	cyclestate.Write(cycle, Name, &state{wantsGPU: wants})
 	if !wants {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
@@ -137,7 +136,7 @@ func (p *Plugin) PreScore(_ context.Context, cycle fwk.CycleState, pod *v1.Pod, 
 	if !wants && !p.avoid {
 		return fwk.NewStatus(fwk.Skip)
 	}
-	cycle.Write(stateKey, &state{wantsGPU: wants})
+	cyclestate.Write(cycle, Name, &state{wantsGPU: wants})
 	return nil
 }
 
@@ -145,12 +144,12 @@ func (p *Plugin) PreScore(_ context.Context, cycle fwk.CycleState, pod *v1.Pod, 
 // missing or unreadable); for another pod MaxNodeScore on nodes without GPUs
 // and 0 on GPU nodes.
 func (p *Plugin) Score(ctx context.Context, cycle fwk.CycleState, _ *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
-	data, err := cycle.Read(stateKey)
-	if err != nil {
-		return 0, fwk.AsStatus(fmt.Errorf("%s: reading cycle state: %w", Name, err))
+	s, status := cyclestate.Read[*state](cycle, Name)
+	if status != nil {
+		return 0, status
 	}
 	node := nodeInfo.Node()
-	if !data.(*state).wantsGPU {
+	if !s.wantsGPU {
 		if hasGPU(node, p.resource) {
 			return 0, nil
 		}

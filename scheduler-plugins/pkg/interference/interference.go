@@ -14,6 +14,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
+	"interference.orchestrator/scheduler-plugins/pkg/cyclestate"
 	"interference.orchestrator/scheduler-plugins/pkg/deletions"
 	"interference.orchestrator/scheduler-plugins/pkg/nodescore"
 	"interference.orchestrator/scheduler-plugins/pkg/pluginargs"
@@ -21,8 +22,6 @@ import (
 
 // Name is the plugin name used in the KubeSchedulerConfiguration.
 const Name = "InterferenceAware"
-
-const stateKey fwk.StateKey = Name
 
 // Args configure InterferenceAware.
 type Args struct {
@@ -101,7 +100,7 @@ func (p *Plugin) PreScore(ctx context.Context, cycle fwk.CycleState, pod *v1.Pod
 	if !ok || profile == (Profile{}) {
 		return fwk.NewStatus(fwk.Skip)
 	}
-	cycle.Write(stateKey, &state{profile: profile})
+	cyclestate.Write(cycle, Name, &state{profile: profile})
 	return nil
 }
 
@@ -110,11 +109,11 @@ func (p *Plugin) PreScore(ctx context.Context, cycle fwk.CycleState, pod *v1.Pod
 // interference is the dot product of the pod's profile with the sum of the
 // profiles on the node (dot is linear), the sum kept per node generation.
 func (p *Plugin) Score(ctx context.Context, cycle fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
-	data, err := cycle.Read(stateKey)
-	if err != nil {
-		return 0, fwk.AsStatus(fmt.Errorf("%s: reading cycle state: %w", Name, err))
+	s, status := cyclestate.Read[*state](cycle, Name)
+	if status != nil {
+		return 0, status
 	}
-	profile := data.(*state).profile
+	profile := s.profile
 	// NodeInfo includes pods the scheduler has assumed but not yet bound, so
 	// a burst sees the pods placed just before it.
 	sums := p.sumsOf(klog.FromContext(ctx), nodeInfo)

@@ -14,6 +14,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
+	"interference.orchestrator/scheduler-plugins/pkg/cyclestate"
 	"interference.orchestrator/scheduler-plugins/pkg/deletions"
 	"interference.orchestrator/scheduler-plugins/pkg/nodescore"
 	"interference.orchestrator/scheduler-plugins/pkg/pluginargs"
@@ -21,8 +22,6 @@ import (
 
 // Name is the plugin name used in the KubeSchedulerConfiguration.
 const Name = "AZScheduler"
-
-const stateKey fwk.StateKey = Name
 
 // Args configure AZScheduler.
 type Args struct {
@@ -169,18 +168,17 @@ func (p *Plugin) PreScore(_ context.Context, cycle fwk.CycleState, pod *v1.Pod, 
 			s.highest = count
 		}
 	}
-	cycle.Write(stateKey, s)
+	cyclestate.Write(cycle, Name, s)
 	return nil
 }
 
 // Score returns the owner's pod count in the node's zone (a cost);
 // NormalizeScore turns the emptiest zone into MaxNodeScore.
 func (p *Plugin) Score(_ context.Context, cycle fwk.CycleState, _ *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
-	data, err := cycle.Read(stateKey)
-	if err != nil {
-		return 0, fwk.AsStatus(fmt.Errorf("%s: reading cycle state: %w", Name, err))
+	s, status := cyclestate.Read[*state](cycle, Name)
+	if status != nil {
+		return 0, status
 	}
-	s := data.(*state)
 	node := nodeInfo.Node()
 	if node == nil {
 		return s.highest, nil
