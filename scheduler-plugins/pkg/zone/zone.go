@@ -148,10 +148,7 @@ func (p *Plugin) PreScore(_ context.Context, cycle fwk.CycleState, pod *v1.Pod, 
 	s := &state{counts: map[string]int64{}}
 	for _, nodeInfo := range nodes {
 		node := nodeInfo.Node()
-		if node == nil {
-			continue
-		}
-		zone, labelled := node.Labels[p.args.TopologyKey]
+		zone, labelled := p.zoneOf(node)
 		if !labelled {
 			continue
 		}
@@ -179,15 +176,21 @@ func (p *Plugin) Score(_ context.Context, cycle fwk.CycleState, _ *v1.Pod, nodeI
 	if status != nil {
 		return 0, status
 	}
-	node := nodeInfo.Node()
-	if node == nil {
-		return s.highest, nil
-	}
-	zone, labelled := node.Labels[p.args.TopologyKey]
+	zone, labelled := p.zoneOf(nodeInfo.Node())
 	if !labelled {
 		return s.highest, nil
 	}
 	return s.counts[zone], nil
+}
+
+// zoneOf reads the node's zone label; labelled is false for a node without
+// one (or no node).
+func (p *Plugin) zoneOf(node *v1.Node) (zone string, labelled bool) {
+	if node == nil {
+		return "", false
+	}
+	zone, labelled = node.Labels[p.args.TopologyKey]
+	return zone, labelled
 }
 
 // ScoreExtensions returns the plugin itself for NormalizeScore.
