@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 )
@@ -14,35 +15,29 @@ import (
 // deleted. Without a handle or an informer factory (unit tests) it does
 // nothing. The error names the plugin.
 func Pods(plugin string, handle framework.Handle, forget func(*v1.Pod)) error {
-	if !hasInformers(handle) {
-		return nil
-	}
-	if err := watch(handle.SharedInformerFactory().Core().V1().Pods().Informer(), forget); err != nil {
-		return fmt.Errorf("%s: watching pod deletions: %w", plugin, err)
-	}
-	return nil
+	return watch(plugin, "pod", handle, func(f informers.SharedInformerFactory) toolscache.SharedIndexInformer {
+		return f.Core().V1().Pods().Informer()
+	}, forget)
 }
 
 // Nodes calls forget with every node the scheduler's node informer sees
 // deleted, as Pods does for pods.
 func Nodes(plugin string, handle framework.Handle, forget func(*v1.Node)) error {
-	if !hasInformers(handle) {
+	return watch(plugin, "node", handle, func(f informers.SharedInformerFactory) toolscache.SharedIndexInformer {
+		return f.Core().V1().Nodes().Informer()
+	}, forget)
+}
+
+// watch adds onDelete's handler to the handle's informer of `kind`, when the
+// handle has an informer factory.
+func watch[T any](plugin, kind string, handle framework.Handle, informer func(informers.SharedInformerFactory) toolscache.SharedIndexInformer, forget func(T)) error {
+	if handle == nil || handle.SharedInformerFactory() == nil {
 		return nil
 	}
-	if err := watch(handle.SharedInformerFactory().Core().V1().Nodes().Informer(), forget); err != nil {
-		return fmt.Errorf("%s: watching node deletions: %w", plugin, err)
+	if _, err := informer(handle.SharedInformerFactory()).AddEventHandler(onDelete(forget)); err != nil {
+		return fmt.Errorf("%s: watching %s deletions: %w", plugin, kind, err)
 	}
 	return nil
-}
-
-func hasInformers(handle framework.Handle) bool {
-	return handle != nil && handle.SharedInformerFactory() != nil
-}
-
-// watch adds onDelete's handler to the informer.
-func watch[T any](informer toolscache.SharedIndexInformer, forget func(T)) error {
-	_, err := informer.AddEventHandler(onDelete(forget))
-	return err
 }
 
 // onDelete is a handler that passes on each deleted object of type T,
