@@ -1,10 +1,7 @@
 package decisiontable
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"reflect"
 	"sort"
 	"testing"
@@ -43,24 +40,6 @@ type schedulingCase struct {
 		Feasible []string `json:"feasible"`
 		Best     []string `json:"best"`
 	} `json:"expected"`
-}
-
-func loadSchedulingCases(t *testing.T) []schedulingCase {
-	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("..", "..", "..", "tests", "fixtures", "scheduling_cases.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var file struct {
-		Cases []schedulingCase `json:"cases"`
-	}
-	if err := json.Unmarshal(raw, &file); err != nil {
-		t.Fatal(err)
-	}
-	if len(file.Cases) == 0 {
-		t.Fatal("no cases in the fixture")
-	}
-	return file.Cases
 }
 
 // podOf builds a fixture pod: its app is the ReplicaSet that controls it, its
@@ -106,7 +85,7 @@ func nodeOf(spec caseNode) *v1.Node {
 // shared case's decision: the nodes that pass filtering and the ones with the
 // highest total score.
 func TestSchedulingCases(t *testing.T) {
-	for _, tc := range loadSchedulingCases(t) {
+	for _, tc := range plugintest.LoadCases[schedulingCase](t, "scheduling_cases.json") {
 		t.Run(tc.Name, func(t *testing.T) {
 			var nodes []*v1.Node
 			for _, spec := range tc.Nodes {

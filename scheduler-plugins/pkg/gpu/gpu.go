@@ -11,19 +11,17 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
+	"interference.orchestrator/scheduler-plugins/pkg/cyclestate"
 	"interference.orchestrator/scheduler-plugins/pkg/nodescore"
 	"interference.orchestrator/scheduler-plugins/pkg/pluginargs"
 )
 
 // Name is the plugin name used in the KubeSchedulerConfiguration.
 const Name = "GPUScheduler"
-
-const stateKey fwk.StateKey = Name
 
 // mebibyte is the unit of the memory label's raw score.
 const mebibyte = 1 << 20
@@ -51,13 +49,10 @@ func DefaultArgs() Args {
 
 // Validate names the first bad arg.
 func (a Args) Validate() error {
-	if errs := validation.IsQualifiedName(a.ResourceName); len(errs) > 0 {
-		return fmt.Errorf("%s: args.resourceName: %q is not a valid resource name: %v", Name, a.ResourceName, errs)
+	if err := pluginargs.QualifiedName(Name, "resourceName", a.ResourceName, "resource name"); err != nil {
+		return err
 	}
-	if errs := validation.IsQualifiedName(a.MemoryLabel); len(errs) > 0 {
-		return fmt.Errorf("%s: args.memoryLabel: %q is not a valid label key: %v", Name, a.MemoryLabel, errs)
-	}
-	return nil
+	return pluginargs.QualifiedName(Name, "memoryLabel", a.MemoryLabel, "label key")
 }
 
 // Plugin is GPUScheduler.
@@ -76,11 +71,8 @@ var (
 
 // New builds the plugin from its args (defaults for missing fields).
 func New(_ context.Context, obj runtime.Object, _ framework.Handle) (framework.Plugin, error) {
-	args := DefaultArgs()
-	if err := pluginargs.Decode(Name, obj, &args); err != nil {
-		return nil, err
-	}
-	if err := args.Validate(); err != nil {
+	args, err := pluginargs.Load(Name, obj, DefaultArgs())
+	if err != nil {
 		return nil, err
 	}
 	return &Plugin{args: args, resource: v1.ResourceName(args.ResourceName), avoid: *args.AvoidGPUNodesForOtherPods}, nil
@@ -111,7 +103,7 @@ func (p *Plugin) requestsGPU(pod *v1.Pod) bool {
 // PreFilter skips Filter for pods that request no GPU.
 func (p *Plugin) PreFilter(_ context.Context, cycle fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*framework.PreFilterResult, *fwk.Status) {
 	wants := p.requestsGPU(pod)
-	cycle.Write(stateKey, &state{wantsGPU: wants})
+	cyclestate.Write(cycle, Name, &state{wantsGPU: wants})
 	if !wants {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
@@ -144,7 +136,7 @@ func (p *Plugin) PreScore(_ context.Context, cycle fwk.CycleState, pod *v1.Pod, 
 	if !wants && !p.avoid {
 		return fwk.NewStatus(fwk.Skip)
 	}
-	cycle.Write(stateKey, &state{wantsGPU: wants})
+	cyclestate.Write(cycle, Name, &state{wantsGPU: wants})
 	return nil
 }
 
@@ -152,12 +144,12 @@ func (p *Plugin) PreScore(_ context.Context, cycle fwk.CycleState, pod *v1.Pod, 
 // missing or unreadable); for another pod MaxNodeScore on nodes without GPUs
 // and 0 on GPU nodes.
 func (p *Plugin) Score(ctx context.Context, cycle fwk.CycleState, _ *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
-	data, err := cycle.Read(stateKey)
-	if err != nil {
-		return 0, fwk.AsStatus(fmt.Errorf("%s: reading cycle state: %w", Name, err))
+	s, status := cyclestate.Read[*state](cycle, Name)
+	if status != nil {
+		return 0, status
 	}
 	node := nodeInfo.Node()
-	if !data.(*state).wantsGPU {
+	if !s.wantsGPU {
 		if hasGPU(node, p.resource) {
 			return 0, nil
 		}

@@ -1,9 +1,7 @@
 package gpu
 
 import (
-	"context"
 	"slices"
-	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -53,12 +51,7 @@ func TestScorePrefersMoreGPUMemory(t *testing.T) {
 	c := plugintest.New(t, Name, New, nil, nil, nodes())
 	scores := c.Scores(t, gpuPod())
 	// 80Gi = 81920 MiB is the most: 100; 40960 MiB is half; no or bad label: 0.
-	want := map[string]int64{"cpu-only": 0, "a100-40": 50, "a100-80": 100, "gpu-unlabelled": 0, "gpu-bad-label": 0}
-	for name, score := range want {
-		if scores[name] != score {
-			t.Errorf("%s: %d, want %d (all: %v)", name, scores[name], score, scores)
-		}
-	}
+	plugintest.CheckScores(t, scores, map[string]int64{"cpu-only": 0, "a100-40": 50, "a100-80": 100, "gpu-unlabelled": 0, "gpu-bad-label": 0})
 }
 
 func TestScoreKeepsOtherPodsOffGPUNodes(t *testing.T) {
@@ -88,19 +81,10 @@ func TestNodeWithoutLabelsOrCapacity(t *testing.T) {
 }
 
 func TestArgs(t *testing.T) {
-	for raw, want := range map[string]string{
+	plugintest.CheckArgs(t, Name, New, map[string]string{
 		`{"resourceName": "nvidia.com/gpu", "memoryLabel": "nvidia.com/gpu.memory"}`: "",
 		`{"resourceName": "bad name!"}`:                                              "args.resourceName",
 		`{"memoryLabel": ""}`:                                                        "args.memoryLabel",
 		`{"avoidGPUNodes": true}`:                                                    "unknown field",
-	} {
-		_, err := New(context.Background(), pluginargs.Unknown(raw), nil)
-		if want == "" {
-			if err != nil {
-				t.Errorf("%s: %v", raw, err)
-			}
-		} else if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), Name) {
-			t.Errorf("%s: error %v, want one naming %s and %s", raw, err, Name, want)
-		}
-	}
+	})
 }

@@ -10,20 +10,18 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
+	"interference.orchestrator/scheduler-plugins/pkg/cyclestate"
+	"interference.orchestrator/scheduler-plugins/pkg/deletions"
 	"interference.orchestrator/scheduler-plugins/pkg/nodescore"
 	"interference.orchestrator/scheduler-plugins/pkg/pluginargs"
 )
 
 // Name is the plugin name used in the KubeSchedulerConfiguration.
 const Name = "InterferenceAware"
-
-const stateKey fwk.StateKey = Name
 
 // Args configure InterferenceAware.
 type Args struct {
@@ -48,8 +46,8 @@ func DefaultArgs() Args {
 // Validate names the first bad arg.
 func (a Args) Validate() error {
 	for field, key := range map[string]string{"profileAnnotation": a.ProfileAnnotation, "typeLabel": a.TypeLabel} {
-		if errs := validation.IsQualifiedName(key); len(errs) > 0 {
-			return fmt.Errorf("%s: args.%s: %q is not a valid key: %v", Name, field, key, errs)
+		if err := pluginargs.QualifiedName(Name, field, key, "key"); err != nil {
+			return err
 		}
 	}
 	if a.Resolution < 1 || a.Resolution > 1_000_000 {
@@ -74,45 +72,18 @@ var (
 // handle (in the scheduler), deleted pods and nodes leave the plugin's memos
 // through the scheduler's own informers.
 func New(_ context.Context, obj runtime.Object, handle framework.Handle) (framework.Plugin, error) {
-	args := DefaultArgs()
-	if err := pluginargs.Decode(Name, obj, &args); err != nil {
-		return nil, err
-	}
-	if err := args.Validate(); err != nil {
+	args, err := pluginargs.Load(Name, obj, DefaultArgs())
+	if err != nil {
 		return nil, err
 	}
 	p := &Plugin{args: args, pods: newPodProfiles(), nodes: &nodeCache{}}
-	if handle != nil && handle.SharedInformerFactory() != nil {
-		informers := handle.SharedInformerFactory().Core().V1()
-		if _, err := informers.Pods().Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			DeleteFunc: func(obj interface{}) {
-				if pod, ok := deleted[*v1.Pod](obj); ok {
-					p.pods.forget(pod.UID)
-				}
-			},
-		}); err != nil {
-			return nil, fmt.Errorf("%s: watching pod deletions: %w", Name, err)
-		}
-		if _, err := informers.Nodes().Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			DeleteFunc: func(obj interface{}) {
-				if node, ok := deleted[*v1.Node](obj); ok {
-					p.nodes.forget(node.Name)
-				}
-			},
-		}); err != nil {
-			return nil, fmt.Errorf("%s: watching node deletions: %w", Name, err)
-		}
+	if err := deletions.Pods(Name, handle, func(pod *v1.Pod) { p.pods.forget(pod.UID) }); err != nil {
+		return nil, err
+	}
+	if err := deletions.Nodes(Name, handle, func(node *v1.Node) { p.nodes.forget(node.Name) }); err != nil {
+		return nil, err
 	}
 	return p, nil
-}
-
-// deleted unwraps an informer's delete event (the object, or its tombstone).
-func deleted[T any](obj interface{}) (T, bool) {
-	if tombstone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-		obj = tombstone.Obj
-	}
-	value, ok := obj.(T)
-	return value, ok
 }
 
 // Name returns the plugin name.
@@ -129,7 +100,7 @@ func (p *Plugin) PreScore(ctx context.Context, cycle fwk.CycleState, pod *v1.Pod
 	if !ok || profile == (Profile{}) {
 		return fwk.NewStatus(fwk.Skip)
 	}
-	cycle.Write(stateKey, &state{profile: profile})
+	cyclestate.Write(cycle, Name, &state{profile: profile})
 	return nil
 }
 
@@ -138,11 +109,11 @@ func (p *Plugin) PreScore(ctx context.Context, cycle fwk.CycleState, pod *v1.Pod
 // interference is the dot product of the pod's profile with the sum of the
 // profiles on the node (dot is linear), the sum kept per node generation.
 func (p *Plugin) Score(ctx context.Context, cycle fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
-	data, err := cycle.Read(stateKey)
-	if err != nil {
-		return 0, fwk.AsStatus(fmt.Errorf("%s: reading cycle state: %w", Name, err))
+	s, status := cyclestate.Read[*state](cycle, Name)
+	if status != nil {
+		return 0, status
 	}
-	profile := data.(*state).profile
+	profile := s.profile
 	// NodeInfo includes pods the scheduler has assumed but not yet bound, so
 	// a burst sees the pods placed just before it.
 	sums := p.sumsOf(klog.FromContext(ctx), nodeInfo)

@@ -2,11 +2,8 @@ package interference
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -18,6 +15,7 @@ import (
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"interference.orchestrator/scheduler-plugins/pkg/pluginargs"
+	"interference.orchestrator/scheduler-plugins/pkg/plugintest"
 )
 
 // fixturePod is a pod as tests/fixtures/interference_cases.json gives it.
@@ -35,20 +33,7 @@ type fixtureCase struct {
 
 func loadCases(t *testing.T) []fixtureCase {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("..", "..", "..", "tests", "fixtures", "interference_cases.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var file struct {
-		Cases []fixtureCase `json:"cases"`
-	}
-	if err := json.Unmarshal(raw, &file); err != nil {
-		t.Fatal(err)
-	}
-	if len(file.Cases) == 0 {
-		t.Fatal("no cases in the fixture")
-	}
-	return file.Cases
+	return plugintest.LoadCases[fixtureCase](t, "interference_cases.json")
 }
 
 func makePod(name string, fp fixturePod) *v1.Pod {
@@ -196,32 +181,14 @@ func TestScoreIgnoresThePodItself(t *testing.T) {
 }
 
 func TestArgs(t *testing.T) {
-	for _, tc := range []struct {
-		raw     string
-		wantErr string
-	}{
-		{`{}`, ""},
-		{`{"resolution": 10}`, ""},
-		{`{"resolution": 0}`, "args.resolution"},
-		{`{"profileAnnotation": "not a key!"}`, "args.profileAnnotation"},
-		{`{"typeLabel": ""}`, "args.typeLabel"},
-		{`{"resolutoin": 10}`, "unknown field"},
-	} {
-		_, err := New(context.Background(), pluginargs.Unknown(tc.raw), nil)
-		if tc.wantErr == "" {
-			if err != nil {
-				t.Errorf("%s: %v", tc.raw, err)
-			}
-			continue
-		}
-		if err == nil || !contains(err.Error(), tc.wantErr) || !contains(err.Error(), Name) {
-			t.Errorf("%s: error %v, want one naming %s and %q", tc.raw, err, Name, tc.wantErr)
-		}
-	}
-}
-
-func contains(s, sub string) bool {
-	return strings.Contains(s, sub)
+	plugintest.CheckArgs(t, Name, New, map[string]string{
+		`{}`:                                  "",
+		`{"resolution": 10}`:                  "",
+		`{"resolution": 0}`:                   "args.resolution",
+		`{"profileAnnotation": "not a key!"}`: "args.profileAnnotation",
+		`{"typeLabel": ""}`:                   "args.typeLabel",
+		`{"resolutoin": 10}`:                  "unknown field",
+	})
 }
 
 // loggingContext collects the lines logged through the context's logger.

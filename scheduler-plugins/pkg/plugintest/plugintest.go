@@ -104,22 +104,7 @@ func (c *Cluster) nodeInfos(t testing.TB) []fwk.NodeInfo {
 // Feasible runs PreFilter and Filter; returns the names of the nodes that pass.
 func (c *Cluster) Feasible(t testing.TB, pod *v1.Pod) []string {
 	t.Helper()
-	ctx := context.Background()
-	state := framework.NewCycleState()
-	infos := c.nodeInfos(t)
-	if _, status, _ := c.Framework.RunPreFilterPlugins(ctx, state, pod); !status.IsSuccess() && !status.IsSkip() {
-		if status.IsRejected() {
-			return nil
-		}
-		t.Fatalf("PreFilter: %v", status)
-	}
-	var names []string
-	for _, info := range infos {
-		if status := c.Framework.RunFilterPlugins(ctx, state, pod, info); status.IsSuccess() {
-			names = append(names, info.Node().Name)
-		}
-	}
-	return names
+	return names(c.filter(t, framework.NewCycleState(), pod))
 }
 
 // Scores runs PreScore and Score (with NormalizeScore) over every node and
@@ -127,18 +112,8 @@ func (c *Cluster) Feasible(t testing.TB, pod *v1.Pod) []string {
 // PreScore skipped (the plugin is neutral for this pod).
 func (c *Cluster) Scores(t testing.TB, pod *v1.Pod) map[string]int64 {
 	t.Helper()
-	ctx := context.Background()
-	state := framework.NewCycleState()
-	infos := c.nodeInfos(t)
-	if status := c.Framework.RunPreScorePlugins(ctx, state, pod, infos); !status.IsSuccess() {
-		t.Fatalf("PreScore: %v", status)
-	}
-	scores, status := c.Framework.RunScorePlugins(ctx, state, pod, infos)
-	if !status.IsSuccess() {
-		t.Fatalf("Score: %v", status)
-	}
 	out := map[string]int64{}
-	for _, node := range scores {
+	for _, node := range c.score(t, framework.NewCycleState(), pod, c.nodeInfos(t)) {
 		for _, s := range node.Scores {
 			out[node.Name] = s.Score
 		}
@@ -151,36 +126,58 @@ func (c *Cluster) Scores(t testing.TB, pod *v1.Pod) map[string]int64 {
 // weighted sum of the plugins' normalised scores, as the scheduler adds them).
 func (c *Cluster) Decision(t testing.TB, pod *v1.Pod) ([]string, map[string]int64) {
 	t.Helper()
-	ctx := context.Background()
 	state := framework.NewCycleState()
+	feasible := c.filter(t, state, pod)
+	totals := map[string]int64{}
+	if len(feasible) == 0 {
+		return names(feasible), totals
+	}
+	for _, node := range c.score(t, state, pod, feasible) {
+		totals[node.Name] = node.TotalScore
+	}
+	return names(feasible), totals
+}
+
+// filter runs PreFilter and Filter over every node and returns the nodes that
+// pass: none when PreFilter rejects the pod.
+func (c *Cluster) filter(t testing.TB, state fwk.CycleState, pod *v1.Pod) []fwk.NodeInfo {
+	t.Helper()
+	ctx := context.Background()
 	infos := c.nodeInfos(t)
 	if _, status, _ := c.Framework.RunPreFilterPlugins(ctx, state, pod); !status.IsSuccess() && !status.IsSkip() {
 		if status.IsRejected() {
-			return nil, map[string]int64{}
+			return nil
 		}
 		t.Fatalf("PreFilter: %v", status)
 	}
 	var feasible []fwk.NodeInfo
-	var names []string
 	for _, info := range infos {
 		if status := c.Framework.RunFilterPlugins(ctx, state, pod, info); status.IsSuccess() {
 			feasible = append(feasible, info)
-			names = append(names, info.Node().Name)
 		}
 	}
-	totals := map[string]int64{}
-	if len(feasible) == 0 {
-		return names, totals
-	}
-	if status := c.Framework.RunPreScorePlugins(ctx, state, pod, feasible); !status.IsSuccess() {
+	return feasible
+}
+
+// score runs PreScore and Score (with NormalizeScore) over the nodes.
+func (c *Cluster) score(t testing.TB, state fwk.CycleState, pod *v1.Pod, infos []fwk.NodeInfo) []framework.NodePluginScores {
+	t.Helper()
+	ctx := context.Background()
+	if status := c.Framework.RunPreScorePlugins(ctx, state, pod, infos); !status.IsSuccess() {
 		t.Fatalf("PreScore: %v", status)
 	}
-	scores, status := c.Framework.RunScorePlugins(ctx, state, pod, feasible)
+	scores, status := c.Framework.RunScorePlugins(ctx, state, pod, infos)
 	if !status.IsSuccess() {
 		t.Fatalf("Score: %v", status)
 	}
-	for _, node := range scores {
-		totals[node.Name] = node.TotalScore
+	return scores
+}
+
+// names are the nodes' names, nil for none.
+func names(infos []fwk.NodeInfo) []string {
+	var out []string
+	for _, info := range infos {
+		out = append(out, info.Node().Name)
 	}
-	return names, totals
+	return out
 }

@@ -10,7 +10,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -54,10 +53,7 @@ func (a Args) Validate() error {
 	if a.Preference != Spot && a.Preference != OnDemand {
 		return fmt.Errorf("%s: args.preference: must be %q or %q, got %q", Name, Spot, OnDemand, a.Preference)
 	}
-	if errs := validation.IsQualifiedName(a.OptOutAnnotation); len(errs) > 0 {
-		return fmt.Errorf("%s: args.optOutAnnotation: %q is not a valid key: %v", Name, a.OptOutAnnotation, errs)
-	}
-	return nil
+	return pluginargs.QualifiedName(Name, "optOutAnnotation", a.OptOutAnnotation, "key")
 }
 
 // Plugin is SpotScheduler.
@@ -70,11 +66,8 @@ var _ framework.ScorePlugin = &Plugin{}
 
 // New builds the plugin from its args (defaults for missing fields).
 func New(_ context.Context, obj runtime.Object, _ framework.Handle) (framework.Plugin, error) {
-	args := DefaultArgs()
-	if err := pluginargs.Decode(Name, obj, &args); err != nil {
-		return nil, err
-	}
-	if err := args.Validate(); err != nil {
+	args, err := pluginargs.Load(Name, obj, DefaultArgs())
+	if err != nil {
 		return nil, err
 	}
 	return &Plugin{args: args}, nil

@@ -11,19 +11,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation"
-	toolscache "k8s.io/client-go/tools/cache"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
+	"interference.orchestrator/scheduler-plugins/pkg/cyclestate"
+	"interference.orchestrator/scheduler-plugins/pkg/deletions"
 	"interference.orchestrator/scheduler-plugins/pkg/nodescore"
 	"interference.orchestrator/scheduler-plugins/pkg/pluginargs"
 )
 
 // Name is the plugin name used in the KubeSchedulerConfiguration.
 const Name = "AZScheduler"
-
-const stateKey fwk.StateKey = Name
 
 // Args configure AZScheduler.
 type Args struct {
@@ -38,10 +36,7 @@ func DefaultArgs() Args {
 
 // Validate names the first bad arg.
 func (a Args) Validate() error {
-	if errs := validation.IsQualifiedName(a.TopologyKey); len(errs) > 0 {
-		return fmt.Errorf("%s: args.topologyKey: %q is not a valid label key: %v", Name, a.TopologyKey, errs)
-	}
-	return nil
+	return pluginargs.QualifiedName(Name, "topologyKey", a.TopologyKey, "label key")
 }
 
 // Plugin is AZScheduler.
@@ -60,28 +55,14 @@ var (
 
 // New builds the plugin from its args (defaults for missing fields).
 func New(_ context.Context, obj runtime.Object, handle framework.Handle) (framework.Plugin, error) {
-	args := DefaultArgs()
-	if err := pluginargs.Decode(Name, obj, &args); err != nil {
-		return nil, err
-	}
-	if err := args.Validate(); err != nil {
+	args, err := pluginargs.Load(Name, obj, DefaultArgs())
+	if err != nil {
 		return nil, err
 	}
 	p := &Plugin{args: args, handle: handle}
-	if handle != nil && handle.SharedInformerFactory() != nil {
-		// A deleted node's counts leave with it.
-		if _, err := handle.SharedInformerFactory().Core().V1().Nodes().Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			DeleteFunc: func(obj interface{}) {
-				if tombstone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-					obj = tombstone.Obj
-				}
-				if node, ok := obj.(*v1.Node); ok {
-					p.nodes.Delete(node.Name)
-				}
-			},
-		}); err != nil {
-			return nil, fmt.Errorf("%s: watching node deletions: %w", Name, err)
-		}
+	// A deleted node's counts leave with it.
+	if err := deletions.Nodes(Name, handle, func(node *v1.Node) { p.nodes.Delete(node.Name) }); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
@@ -167,10 +148,7 @@ func (p *Plugin) PreScore(_ context.Context, cycle fwk.CycleState, pod *v1.Pod, 
 	s := &state{counts: map[string]int64{}}
 	for _, nodeInfo := range nodes {
 		node := nodeInfo.Node()
-		if node == nil {
-			continue
-		}
-		zone, labelled := node.Labels[p.args.TopologyKey]
+		zone, labelled := p.zoneOf(node)
 		if !labelled {
 			continue
 		}
@@ -187,27 +165,32 @@ func (p *Plugin) PreScore(_ context.Context, cycle fwk.CycleState, pod *v1.Pod, 
 			s.highest = count
 		}
 	}
-	cycle.Write(stateKey, s)
+	cyclestate.Write(cycle, Name, s)
 	return nil
 }
 
 // Score returns the owner's pod count in the node's zone (a cost);
 // NormalizeScore turns the emptiest zone into MaxNodeScore.
 func (p *Plugin) Score(_ context.Context, cycle fwk.CycleState, _ *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
-	data, err := cycle.Read(stateKey)
-	if err != nil {
-		return 0, fwk.AsStatus(fmt.Errorf("%s: reading cycle state: %w", Name, err))
+	s, status := cyclestate.Read[*state](cycle, Name)
+	if status != nil {
+		return 0, status
 	}
-	s := data.(*state)
-	node := nodeInfo.Node()
-	if node == nil {
-		return s.highest, nil
-	}
-	zone, labelled := node.Labels[p.args.TopologyKey]
+	zone, labelled := p.zoneOf(nodeInfo.Node())
 	if !labelled {
 		return s.highest, nil
 	}
 	return s.counts[zone], nil
+}
+
+// zoneOf reads the node's zone label; labelled is false for a node without
+// one (or no node).
+func (p *Plugin) zoneOf(node *v1.Node) (zone string, labelled bool) {
+	if node == nil {
+		return "", false
+	}
+	zone, labelled = node.Labels[p.args.TopologyKey]
+	return zone, labelled
 }
 
 // ScoreExtensions returns the plugin itself for NormalizeScore.

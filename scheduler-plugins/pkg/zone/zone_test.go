@@ -1,8 +1,6 @@
 package zone
 
 import (
-	"context"
-	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -44,12 +42,7 @@ func TestSpreadsAnOwnersPodsAcrossZones(t *testing.T) {
 	c := plugintest.New(t, Name, New, nil, existing, nodes())
 	scores := c.Scores(t, pod("web-4", "web", ""))
 	// counts: a=2, b=1, c=0; the node without a zone gets the worst count.
-	want := map[string]int64{"a1": 0, "a2": 0, "b1": 50, "c1": 100, "nozone": 0}
-	for name, score := range want {
-		if scores[name] != score {
-			t.Errorf("%s: %d, want %d (all: %v)", name, scores[name], score, scores)
-		}
-	}
+	plugintest.CheckScores(t, scores, map[string]int64{"a1": 0, "a2": 0, "b1": 50, "c1": 100, "nozone": 0})
 }
 
 func TestBarePodIsNotScored(t *testing.T) {
@@ -73,20 +66,11 @@ func TestCustomTopologyKey(t *testing.T) {
 }
 
 func TestArgs(t *testing.T) {
-	for raw, want := range map[string]string{
+	plugintest.CheckArgs(t, Name, New, map[string]string{
 		`{"topologyKey": "topology.kubernetes.io/region"}`: "",
 		`{"topologyKey": ""}`:                              "args.topologyKey",
 		`{"topology_key": "x"}`:                            "unknown field",
-	} {
-		_, err := New(context.Background(), pluginargs.Unknown(raw), nil)
-		if want == "" {
-			if err != nil {
-				t.Errorf("%s: %v", raw, err)
-			}
-		} else if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), Name) {
-			t.Errorf("%s: error %v, want one naming %s and %s", raw, err, Name, want)
-		}
-	}
+	})
 }
 
 // TestCountsFollowTheSnapshot: the per-node counts are kept between cycles
@@ -101,12 +85,7 @@ func TestCountsFollowTheSnapshot(t *testing.T) {
 	c := plugintest.New(t, Name, New, nil, []*v1.Pod{pod("web-1", "web", "a1"), leaving, incoming}, nodes())
 	want := func(expected map[string]int64) {
 		t.Helper()
-		scores := c.Scores(t, incoming)
-		for name, score := range expected {
-			if scores[name] != score {
-				t.Errorf("%s: %d, want %d (all: %v)", name, scores[name], score, scores)
-			}
-		}
+		plugintest.CheckScores(t, c.Scores(t, incoming), expected)
 	}
 	// counts a=1, b=0 (web-0 is being deleted), c=0 (web-9 is the pod itself).
 	want(map[string]int64{"a1": 0, "b1": 100, "c1": 100})
