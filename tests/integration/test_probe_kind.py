@@ -4,7 +4,13 @@ Creates its own kind cluster through site.yml (cluster_name mon-probe-<xdist
 worker>, one control plane and two isolated workers, image_source offline:
 the node image, the workload images, the offline monitoring chart with the
 probe at a 5 s interval), then runs playbooks/isolation.yml with a CPU and a
-memory-bandwidth stressor on each worker in turn, and reads its results.json:
+memory-bandwidth stressor on each worker in turn, and reads its results.json.
+
+The first site.yml is killed (SIGKILL to its whole process group, helm with
+it) while helm installs kube-prometheus-stack, so the release is left
+`pending-install`, which `atomic` cannot undo once the process is gone; the
+rerun must recover it with one line saying so and install, and a third run
+must report changed=0. Then:
 
 - a CPU stressor on a worker raises that worker's CPU pressure clearly above
   the other's, within two probe intervals (read from the probe round that
@@ -22,7 +28,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,6 +39,7 @@ import pytest
 from ansible_collections.interference.orchestrator.plugins.plugin_utils.isolation import matrices
 
 from .test_experiment_kind import TOOLS_BIN, VENV_BIN, docker_answers, free_port, tail
+from .test_schedulers_kind import recap_changed
 
 REPO = Path(__file__).resolve().parents[2]
 WORKER = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
@@ -41,23 +50,62 @@ INTERVAL_S = 5
 CLEAR_MARGIN = 0.3
 # "Barely moves": the idle neighbour's CPU pressure under a memory stressor stays within this of its baseline.
 BARELY = 0.15
+RELEASE = "kube-prometheus-stack"
 
 pytestmark = [
     pytest.mark.cluster,
     pytest.mark.kind,
     # Its figures are the machine's load as much as the stressor's: measured with nothing else running.
     pytest.mark.quiet,
+    # The module's fixture makes the cluster, kills and reruns the install, reruns again and measures: one
+    # budget for all of it, above pyproject's per-test 1200 s.
+    pytest.mark.timeout(2400),
     pytest.mark.skipif(not docker_answers(), reason="no Docker engine answers (`docker info`): kind cannot run"),
     pytest.mark.skipif(not (TOOLS_BIN / "kind").exists(), reason="no kind in .cache/bin: run `make tools` first"),
 ]
 
 
-def playbook(env: dict[str, str], path: str, *extra: str) -> subprocess.CompletedProcess[str]:
+def playbook_args(path: str, *extra: str) -> list[str]:
     args = [str(VENV_BIN / "ansible-playbook"), path, "-e", "cluster_provider=kind", "-e", f"cluster_name={CLUSTER}",
             "-e", "image_source=offline", "-e", "cluster_workers=2", *extra]
     if os.environ.get("KIND_NODE_IMAGE"):
         args += ["-e", f"kind_cluster_node_image={os.environ['KIND_NODE_IMAGE']}"]
-    return subprocess.run(args, cwd=REPO, env=env, capture_output=True, text=True, check=False)
+    return args
+
+
+def playbook(env: dict[str, str], path: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(playbook_args(path, *extra), cwd=REPO, env=env, capture_output=True, text=True, check=False)
+
+
+def release_status(env: dict[str, str]) -> str:
+    """The monitoring release's status as helm reports it ('' while there is none, or no cluster yet)."""
+    proc = subprocess.run([str(TOOLS_BIN / "helm"), "status", RELEASE, "--namespace", "monitoring", "-o", "json"],
+                          env=env, capture_output=True, text=True, check=False)
+    return str(json.loads(proc.stdout)["info"]["status"]) if proc.returncode == 0 else ""
+
+
+def killed_during_the_helm_install(env: dict[str, str], home: Path, *extra: str) -> str:
+    """Run site.yml with `extra`; SIGKILL its process group once the release is pending-install.
+
+    Returns what happened, for the test to assert: 'killed pending-install', or how
+    the run ended without the install being caught in the middle.
+    """
+    with (home / "killed-run.log").open("w") as log:
+        run = subprocess.Popen(playbook_args("site.yml", *extra), cwd=REPO, env=env, stdout=log,
+                               stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + 1200
+        while run.poll() is None and time.monotonic() < deadline:
+            status = release_status(env)
+            if status == "pending-install":
+                os.killpg(run.pid, signal.SIGKILL)
+                run.wait()
+                return f"killed {status}"
+            time.sleep(1)
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
+            return "timed out before the install began"
+    return f"the run ended (exit {run.returncode}) before the install was seen pending: {release_status(env)!r}"
 
 
 @pytest.fixture(scope="module")
@@ -71,11 +119,15 @@ def isolation(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, An
     }
     prometheus_port = free_port()
     ports = ["-e", f"grafana_host_port={free_port()}", "-e", f"prometheus_host_port={prometheus_port}"]
+    stages = ["--tags", "cluster,labels,monitoring,images", *ports, "-e", f"monitoring_probe_interval={INTERVAL_S}s",
+              "-e", f"monitoring_offline_scrape_interval={INTERVAL_S}s"]
     try:
-        created = playbook(env, "site.yml", "--tags", "cluster,labels,monitoring,images", *ports,
-                           "-e", f"monitoring_probe_interval={INTERVAL_S}s",
-                           "-e", f"monitoring_offline_scrape_interval={INTERVAL_S}s")
+        killed = killed_during_the_helm_install(env, home, *stages)
+        created = playbook(env, "site.yml", *stages)
         assert created.returncode == 0, tail(created)
+        status_after = release_status(env)
+        third = playbook(env, "site.yml", *stages)
+        assert third.returncode == 0, tail(third)
         stressors = {"cpu": ["bash", "-c", "while :; do :; done"],
                      "memory_bandwidth": ["mbw", "-q", "-t0", "-n", "100000000", "256"]}
         settings = {"isolation_stressors": stressors, "isolation_output_root": str(home / "out"),
@@ -88,7 +140,9 @@ def isolation(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, An
         computed = matrices(results)
         print(json.dumps({k: computed[k] for k in ("matrix", "baseline", "first_rise_s", "first_rise_round_s")},
                          indent=1))
-        yield {"results": results, "computed": computed, "dir": results_file.parent}
+        yield {"results": results, "computed": computed, "dir": results_file.parent, "killed": killed,
+               "rerun": created.stdout, "status_after": status_after, "third_changed": recap_changed(third),
+               "third": tail(third)}
     finally:
         subprocess.run([str(VENV_BIN / "ansible-playbook"), "playbooks/teardown.yml", "-e", "cluster_provider=kind",
                         "-e", f"cluster_name={CLUSTER}"], cwd=REPO, env=env, capture_output=True, check=False)
@@ -131,3 +185,15 @@ def test_the_report_and_heatmap_are_written_beside_results_json(isolation: dict[
     run_dir: Path = isolation["dir"]
     assert "## Stressor `cpu`" in (run_dir / "report.md").read_text()
     assert (run_dir / "heatmap.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_a_helm_install_killed_midway_is_recovered_by_the_rerun(isolation: dict[str, Any]) -> None:
+    assert isolation["killed"] == "killed pending-install"
+    line = (f"monitoring: release monitoring/{RELEASE} was left pending-install by an interrupted run: "
+            "uninstalling it, then installing again.")
+    assert line in " ".join(isolation["rerun"].split()), isolation["rerun"][-4000:]
+    assert isolation["status_after"] == "deployed"
+
+
+def test_the_run_after_the_recovery_changes_nothing(isolation: dict[str, Any]) -> None:
+    assert isolation["third_changed"] == 0, isolation["third"]
