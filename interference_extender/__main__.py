@@ -35,6 +35,27 @@ LOG_FILE_BACKUPS = 2
 # cgroup v2: the container's memory limit ("max" when there is none).
 CGROUP_MEMORY_MAX = Path("/sys/fs/cgroup/memory.max")
 
+# The options of the limits group: (option, the ServerLimits field it sets, its type, its help, where
+# {default} is the field's default).
+LIMIT_OPTIONS: tuple[tuple[str, str, type, str], ...] = (
+    ("--max-body-bytes", "max_body_bytes", int, "larger request bodies get 413 (default {default})"),
+    ("--body-budget-bytes", "body_budget_bytes", int,
+     "request bodies being read or decided at once hold at most this many bytes; "
+     "a body that does not fit gets 503 (default {default})"),
+    ("--max-connections", "max_connections", int,
+     "connections served at once, a thread each; more get 503 (default {default})"),
+    ("--timeout", "request_timeout", float,
+     "seconds a request may take to arrive, headers and body together, and its answer to be taken "
+     "(default {default:g})"),
+    ("--idle-timeout", "idle_timeout", float,
+     "seconds a keep-alive connection may wait for its next request (default {default:g})"),
+)
+
+
+def _dest(option: str) -> str:
+    """The attribute argparse stores `option` under (--max-body-bytes: max_body_bytes)."""
+    return option.removeprefix("--").replace("-", "_")
+
 
 def _listen(value: str) -> tuple[str, int]:
     host, sep, port = value.rpartition(":")
@@ -57,28 +78,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--context", help="kubeconfig context (default: the current one)")
     parser.add_argument("--config", type=Path, help="YAML policy: weights and forbidden_pairs (see docs/extender.md)")
     limits = parser.add_argument_group("limits (see docs/extender.md)")
-    limits.add_argument(
-        "--max-body-bytes", type=int, default=DEFAULTS.max_body_bytes,
-        help=f"larger request bodies get 413 (default {DEFAULTS.max_body_bytes})",
-    )
-    limits.add_argument(
-        "--body-budget-bytes", type=int, default=DEFAULTS.body_budget_bytes,
-        help="request bodies being read or decided at once hold at most this many bytes; "
-        f"a body that does not fit gets 503 (default {DEFAULTS.body_budget_bytes})",
-    )
-    limits.add_argument(
-        "--max-connections", type=int, default=DEFAULTS.max_connections,
-        help=f"connections served at once, a thread each; more get 503 (default {DEFAULTS.max_connections})",
-    )
-    limits.add_argument(
-        "--timeout", type=float, default=DEFAULTS.request_timeout,
-        help="seconds a request may take to arrive, headers and body together, and its answer to be taken "
-        f"(default {DEFAULTS.request_timeout:g})",
-    )
-    limits.add_argument(
-        "--idle-timeout", type=float, default=DEFAULTS.idle_timeout,
-        help=f"seconds a keep-alive connection may wait for its next request (default {DEFAULTS.idle_timeout:g})",
-    )
+    for option, field, kind, text in LIMIT_OPTIONS:
+        default = getattr(DEFAULTS, field)
+        limits.add_argument(option, type=kind, default=default, help=text.format(default=default))
     tls = parser.add_argument_group("HTTPS with client certificates (see docs/extender.md, Who may call it)")
     tls.add_argument(
         "--tls-cert", type=Path, help="serve HTTPS with this certificate (PEM); needs --tls-key and --client-ca"
@@ -104,13 +106,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def limits_from(args: argparse.Namespace) -> ServerLimits:
     """The HTTP limits the parsed command line asks for."""
-    return ServerLimits(
-        max_body_bytes=args.max_body_bytes,
-        body_budget_bytes=args.body_budget_bytes,
-        max_connections=args.max_connections,
-        request_timeout=args.timeout,
-        idle_timeout=args.idle_timeout,
-    )
+    return ServerLimits(**{field: getattr(args, _dest(option)) for option, field, _, _ in LIMIT_OPTIONS})
 
 
 def _load_policy(path: Path | None) -> Any:

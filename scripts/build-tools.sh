@@ -114,17 +114,9 @@ ensure() {
   built "$name" $((SECONDS - started))
 }
 
-kube_ldflags() {
-  local major minor flags="" pkg
-  major=$(cut -d. -f1 <<<"${kube_version#v}")
-  minor=$(cut -d. -f2 <<<"${kube_version#v}")
-  # kwokctl and clients read these to learn which API server they talk to.
-  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-    flags+=" -X $pkg.gitVersion=$kube_version -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
-    flags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
-  done
-  echo "$flags"
-}
+# kube_ldflags VERSION, shared with the node image's components.sh.
+# shellcheck source=SCRIPTDIR/../roles/kind_cluster/files/kind-node-image/kube-ldflags.sh
+source "$repo_root/roles/kind_cluster/files/kind-node-image/kube-ldflags.sh"
 
 # A hash of the plugin scheduler's sources (Go files, go.mod, go.sum, tests
 # aside), stamped as its gitCommit: `gpu-scheduler --version=raw` shows it, so
@@ -138,15 +130,15 @@ plugins_source_hash() {
 build_one() {
   case $1 in
     kube-apiserver | kube-controller-manager | kube-scheduler)
-      ensure "$1" "$kube_version" --version kubernetes "k8s.io/kubernetes/cmd/$1" "$(kube_ldflags)" ;;
+      ensure "$1" "$kube_version" --version kubernetes "k8s.io/kubernetes/cmd/$1" "$(kube_ldflags "$kube_version")" ;;
     gpu-scheduler)
       local hash
       hash=$(plugins_source_hash)
       # module_dir is relative to hack/tools: the module lives in scheduler-plugins/.
       ensure gpu-scheduler "sources-$hash" --version=raw ../../scheduler-plugins ./cmd/scheduler \
-        "$(kube_ldflags) -X k8s.io/component-base/version.gitCommit=sources-$hash" ;;
+        "$(kube_ldflags "$kube_version") -X k8s.io/component-base/version.gitCommit=sources-$hash" ;;
     kubectl)
-      ensure kubectl "$kube_version" "version --client" kubernetes k8s.io/kubernetes/cmd/kubectl "$(kube_ldflags)" ;;
+      ensure kubectl "$kube_version" "version --client" kubernetes k8s.io/kubernetes/cmd/kubectl "$(kube_ldflags "$kube_version")" ;;
     etcd)
       ensure etcd "$etcd_version" --version etcd go.etcd.io/etcd/server/v3 "" ;;
     kwok | kwokctl)

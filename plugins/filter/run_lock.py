@@ -90,18 +90,9 @@ _value:
 """
 
 
-def run_lock(  # noqa: PLR0917 - a Jinja filter takes its arguments by position
-    leases: list[dict[str, Any]],
-    step: str,
-    identity: str,
-    now: str,
-    duration: int | str,
-    namespace: str,
-    break_lock: bool = False,
-) -> dict[str, Any]:
-    """Return {write, delete, refuse, message} for this run at `step`."""
-    return run_engine(decide, list(leases), step, identity, now=now, duration=duration, namespace=namespace,
-                      break_lock=bool(break_lock))
+def run_lock(leases: list[dict[str, Any]], *args: Any, **kwargs: Any) -> dict[str, Any]:
+    """Return {write, delete, refuse, message} for this run: plugin_utils.run_lock.decide, arguments as documented."""
+    return run_engine(decide, list(leases), *args, **kwargs)
 
 
 class FilterModule:

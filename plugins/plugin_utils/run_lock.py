@@ -82,11 +82,10 @@ def expired(lease: dict[str, Any], now: datetime) -> bool:
     return parse_time(renewed, "renewTime").timestamp() + duration < now.timestamp()
 
 
-def decide(
+def decide(  # noqa: PLR0917 - the run_lock filter passes its Jinja arguments through by position
     leases: list[dict[str, Any]],
     step: str,
     identity: str,
-    *,
     now: str,
     duration: int | str,
     namespace: str,

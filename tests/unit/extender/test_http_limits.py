@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from interference_extender.__main__ import limits_from, parse_args
 from interference_extender.facts import PodFacts
 from interference_extender.policy import ExtenderPolicy
 from interference_extender.repeated_logs import RepeatedLogFilter
@@ -260,3 +261,12 @@ def test_a_bug_costs_one_request_and_its_traceback_is_logged_once_per_interval()
         (500, "prioritize failed: RuntimeError: a bug")
     }
     assert [(r.getMessage(), r.exc_info is not None) for r in handler.records] == [("prioritize failed", True)]
+
+
+def test_every_limit_option_sets_its_field_and_defaults_to_the_server_default() -> None:
+    assert limits_from(parse_args([])) == ServerLimits()
+    argv = ["--max-body-bytes", "100", "--body-budget-bytes", "200", "--max-connections", "3",
+            "--timeout", "2.5", "--idle-timeout", "9"]
+    assert limits_from(parse_args(argv)) == ServerLimits(
+        max_body_bytes=100, body_budget_bytes=200, max_connections=3, request_timeout=2.5, idle_timeout=9.0
+    )

@@ -37,17 +37,9 @@ export GOMAXPROCS=${GOMAXPROCS:-2}
 module_version() { awk -v m="$2" '$1 == m {print $2} $1 == "require" && $2 == m {print $3}' "$modules/$1/go.mod" | head -n1; }
 kube_version=$(module_version kubernetes k8s.io/kubernetes)
 
-kube_ldflags() {
-  local major minor flags="" pkg
-  major=$(cut -d. -f1 <<<"${kube_version#v}")
-  minor=$(cut -d. -f2 <<<"${kube_version#v}")
-  # kwokctl and clients read these to learn which API server they talk to.
-  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-    flags+=" -X $pkg.gitVersion=$kube_version -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
-    flags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
-  done
-  echo "$flags"
-}
+# kube_ldflags VERSION (kube-ldflags.sh).
+# shellcheck source=SCRIPTDIR/kube-ldflags.sh
+source "$here/kube-ldflags.sh"
 
 require_go() {
   command -v go >/dev/null && return
@@ -98,7 +90,7 @@ control_plane() {
     return
   fi
   [[ -L $node_bin_dir/$name ]] && rm -f "$node_bin_dir/$name"
-  stamped "$name" kubernetes "k8s.io/kubernetes/cmd/$name" "$(kube_ldflags)"
+  stamped "$name" kubernetes "k8s.io/kubernetes/cmd/$name" "$(kube_ldflags "$kube_version")"
 }
 
 # A new machine lacks libseccomp's headers: as root they are installed (as
@@ -148,7 +140,7 @@ build() {
     kubectl) control_plane kubectl "version --client" ;;
     # Last: they share most packages with the control-plane binaries, whose
     # compiled packages are in the Go build cache by then.
-    kubeadm | kubelet | kube-proxy) stamped "$1" kubernetes "k8s.io/kubernetes/cmd/$1" "$(kube_ldflags)" ;;
+    kubeadm | kubelet | kube-proxy) stamped "$1" kubernetes "k8s.io/kubernetes/cmd/$1" "$(kube_ldflags "$kube_version")" ;;
     *) log "unknown component: $1 (components.sh list names them)"; exit 2 ;;
   esac
 }
