@@ -7,7 +7,7 @@ probe at a 5 s interval), then runs playbooks/isolation.yml with a CPU and a
 memory-bandwidth stressor on each worker in turn, and reads its results.json.
 
 The first site.yml is killed (SIGKILL to its whole process group, helm with
-it) while helm installs kube-prometheus-stack, so the release is left
+it) while helm installs the monitoring chart, so the release is left
 `pending-install`, which `atomic` cannot undo once the process is gone; the
 rerun must recover it with one line saying so and install, and a third run
 must report changed=0. Then:
@@ -50,7 +50,8 @@ INTERVAL_S = 5
 CLEAR_MARGIN = 0.3
 # "Barely moves": the idle neighbour's CPU pressure under a memory stressor stays within this of its baseline.
 BARELY = 0.15
-RELEASE = "kube-prometheus-stack"
+# The release site.yml installs here: image_source offline, so the collection's offline chart.
+RELEASE = "interference-monitoring"
 
 pytestmark = [
     pytest.mark.cluster,
