@@ -106,7 +106,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def limits_from(args: argparse.Namespace) -> ServerLimits:
     """The HTTP limits the parsed command line asks for."""
-    return ServerLimits(**{field: getattr(args, _dest(option)) for option, field, _, _ in LIMIT_OPTIONS})
+    return ServerLimits(**{option[1]: getattr(args, _dest(option[0])) for option in LIMIT_OPTIONS})
 
 
 def _load_policy(path: Path | None) -> Any:
