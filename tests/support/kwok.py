@@ -231,7 +231,12 @@ def create_nodes(api: Any, nodes: Iterable[Any]) -> list[str]:
         body = kwok_node(node)
         api.create_node(body)
         names.append(body["metadata"]["name"])
-    wait_for("the nodes to be Ready", lambda: all(_ready(api.read_node(name)) for name in names))
+    try:
+        wait_for("the nodes to be Ready", lambda: all(_ready(api.read_node(name)) for name in names))
+    except TimeoutError as error:
+        # What kwok-controller did with them: no condition at all means it never played them.
+        states = {name: [(c.type, c.status) for c in (api.read_node(name).status.conditions or [])] for name in names}
+        raise TimeoutError(f"{error}; their conditions: {states}") from error
     return names
 
 
