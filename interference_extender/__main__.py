@@ -35,8 +35,8 @@ LOG_FILE_BACKUPS = 2
 # cgroup v2: the container's memory limit ("max" when there is none).
 CGROUP_MEMORY_MAX = Path("/sys/fs/cgroup/memory.max")
 
-# The options of the limits group: (option, the ServerLimits field it sets, its type, its help, where
-# {default} is the field's default).
+# The options of the limits group: (option, the ServerLimits field it sets, which is also where argparse
+# stores it, its type, its help, where {default} is the field's default).
 LIMIT_OPTIONS: tuple[tuple[str, str, type, str], ...] = (
     ("--max-body-bytes", "max_body_bytes", int, "larger request bodies get 413 (default {default})"),
     ("--body-budget-bytes", "body_budget_bytes", int,
@@ -50,11 +50,6 @@ LIMIT_OPTIONS: tuple[tuple[str, str, type, str], ...] = (
     ("--idle-timeout", "idle_timeout", float,
      "seconds a keep-alive connection may wait for its next request (default {default:g})"),
 )
-
-
-def _dest(option: str) -> str:
-    """The attribute argparse stores `option` under (--max-body-bytes: max_body_bytes)."""
-    return option.removeprefix("--").replace("-", "_")
 
 
 def _listen(value: str) -> tuple[str, int]:
@@ -80,7 +75,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     limits = parser.add_argument_group("limits (see docs/extender.md)")
     for option, field, kind, text in LIMIT_OPTIONS:
         default = getattr(DEFAULTS, field)
-        limits.add_argument(option, type=kind, default=default, help=text.format(default=default))
+        limits.add_argument(option, dest=field, type=kind, default=default, help=text.format(default=default))
     tls = parser.add_argument_group("HTTPS with client certificates (see docs/extender.md, Who may call it)")
     tls.add_argument(
         "--tls-cert", type=Path, help="serve HTTPS with this certificate (PEM); needs --tls-key and --client-ca"
@@ -106,7 +101,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def limits_from(args: argparse.Namespace) -> ServerLimits:
     """The HTTP limits the parsed command line asks for."""
-    return ServerLimits(**{option[1]: getattr(args, _dest(option[0])) for option in LIMIT_OPTIONS})
+    return ServerLimits(**{field: getattr(args, field) for _option, field, _kind, _text in LIMIT_OPTIONS})
 
 
 def _load_policy(path: Path | None) -> Any:
