@@ -15,7 +15,6 @@ import hashlib
 import json
 import os
 import shutil
-import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +23,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.support.kwok import free_port
 from tests.support.tools import tools_bin
 
 REPO = Path(__file__).resolve().parents[2]
@@ -65,12 +65,6 @@ def playbook(env: dict[str, str], path: str, *extra: str) -> subprocess.Complete
     if os.environ.get("KIND_NODE_IMAGE"):
         args += ["-e", f"kind_cluster_node_image={os.environ['KIND_NODE_IMAGE']}"]
     return subprocess.run(args, cwd=REPO, env=env, capture_output=True, text=True, check=False)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def tail(run: subprocess.CompletedProcess[str]) -> str:
