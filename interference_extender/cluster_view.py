@@ -62,10 +62,20 @@ BIND_TIMEOUT_SECONDS = 4.0
 # overflowed, and every connection over it cost a TLS handshake).
 BIND_CONNECTIONS = 128
 # How long a decision waits for the bind call of a pod scored before it
-# (seconds). The call normally arrives within a millisecond of the prioritize
-# answer; a pod that is never bound (a Permit plugin refused it, it was
-# deleted) costs the next decision this wait once.
-BIND_WAIT_SECONDS = 0.1
+# (seconds): BIND_WAIT_FACTOR times the slowest score-to-bind lag seen lately,
+# within [BIND_WAIT_SECONDS, BIND_WAIT_MAX_SECONDS]. The call normally arrives
+# within a millisecond of the prioritize answer, and the wait ends as it
+# comes; only a pod that is never bound (a Permit plugin refused it, it was
+# deleted) costs the next decision the whole wait, once. A fixed 0.1 s was too
+# short on a loaded 2-core host: kube-scheduler's binding goroutine came later,
+# the wait expired, the next pods were scored without the binding, and a
+# 40-pod burst piled up (2 of the last 3 CI runs). The ceiling stays well under
+# kube-scheduler's extender httpTimeout (5 s), which the waiting call counts in.
+BIND_WAIT_SECONDS = 0.5
+BIND_WAIT_FACTOR = 4.0
+BIND_WAIT_MAX_SECONDS = 2.0
+# The lag remembered fades by this factor at each bind call (half in 34 calls).
+BIND_LAG_FADE = 0.98
 
 
 class BindError(Exception):
@@ -93,8 +103,10 @@ class ClusterView:
         # Scheduler names whose pods came back in bind calls: only their bind calls are waited for.
         self._binding_schedulers: set[str | None] = set()
         self._bind_calls = threading.Condition(self._lock)
-        # Pods of binding schedulers whose bind call did not come within BIND_WAIT_SECONDS of their score.
+        # Pods of binding schedulers whose bind call did not come within bind_wait() of their score.
         self.bind_waits_expired = 0
+        # The slowest score-to-bind lag seen lately (seconds, fading): what bind_wait() adapts to.
+        self.bind_lag = 0.0
 
     @contextmanager
     def deciding(self, uid: str | None, facts: PodFacts, prioritize: bool) -> Iterator[ClusterView]:
@@ -105,7 +117,7 @@ class ClusterView:
         prioritize call of pod N+1. So, for pods of schedulers seen binding
         through the extender (since their last bind call that did not come),
         a decision waits until every other pod scored less than
-        BIND_WAIT_SECONDS ago has come back in a bind call. The
+        bind_wait() ago has come back in a bind call. The
         pod's facts are kept for its own bind call; `prioritize` marks it
         scored (kube-scheduler binds it next).
         """
@@ -124,8 +136,9 @@ class ClusterView:
         while True:
             now = time.monotonic()
             due: float | None = None  # when the first awaited bind call stops being awaited
+            wait = self.bind_wait()
             for other, (since, scheduler) in list(self._scored.items()):
-                expiry = since + BIND_WAIT_SECONDS
+                expiry = since + wait
                 if now >= expiry:
                     del self._scored[other]  # not bound through the extender (refused, deleted, or no bindVerb)
                     if scheduler in self._binding_schedulers:
@@ -139,6 +152,11 @@ class ClusterView:
             if due is None:
                 return
             self._bind_calls.wait(timeout=due - now)
+
+    def bind_wait(self) -> float:
+        """How long a decision waits for an earlier pod's bind call now (seconds, see BIND_WAIT_SECONDS)."""
+        ceiling = max(BIND_WAIT_MAX_SECONDS, BIND_WAIT_SECONDS)
+        return min(max(BIND_WAIT_SECONDS, BIND_WAIT_FACTOR * self.bind_lag), ceiling)
 
     def unready_reason(self) -> str | None:
         """Why the view cannot be trusted now (first lists not read yet, a watch lost), or None."""
@@ -212,7 +230,9 @@ class ClusterView:
         same name): the watch then brings it.
         """
         with self._bind_calls:
-            self._scored.pop(key, None)
+            scored = self._scored.pop(key, None)
+            if scored is not None:
+                self.bind_lag = max(time.monotonic() - scored[0], self.bind_lag * BIND_LAG_FADE)
             self._bind_calls.notify_all()
             noted = self._candidates.pop(key, None)
             if noted is None or (uid is not None and noted[0] is not None and noted[0] != uid):

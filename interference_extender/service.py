@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from .cluster_view import BindError, ClusterView
+from .cluster_view import BIND_WAIT_FACTOR, BIND_WAIT_MAX_SECONDS, BIND_WAIT_SECONDS, BindError, ClusterView
 from .decisions import ExtenderInputError, filter_nodes, parse_binding_args, parse_extender_args, prioritize_nodes
 from .policy import ExtenderPolicy
 
@@ -109,10 +109,19 @@ class ExtenderMetrics:
         waits_expired = Gauge(
             "interference_extender_bind_waits_expired",
             "Pods scored for a scheduler that binds through the extender whose bind call did not come within "
-            "the wait (0.1 s; refused by a Permit plugin, deleted, ...); count since start.",
+            "the wait (interference_extender_bind_wait_seconds; refused by a Permit plugin, deleted, ...); "
+            "count since start.",
             registry=self.registry,
         )
         waits_expired.set_function(lambda: float(view.bind_waits_expired))
+        bind_wait = Gauge(
+            "interference_extender_bind_wait_seconds",
+            "How long a decision now waits for the bind call of a pod scored before it: "
+            f"{BIND_WAIT_FACTOR:g} x the slowest score-to-bind lag seen lately, "
+            f"within {BIND_WAIT_SECONDS:g}..{BIND_WAIT_MAX_SECONDS:g} s.",
+            registry=self.registry,
+        )
+        bind_wait.set_function(view.bind_wait)
         pods.set_function(lambda: view.counts()[0])
         nodes.set_function(lambda: view.counts()[1])
         synced.set_function(lambda: 1.0 if view.synced else 0.0)

@@ -129,16 +129,23 @@ plugins_source_hash() {
 
 build_one() {
   case $1 in
+    # The Kubernetes binaries, under the lock the node image's components.sh takes too (kube_lock).
     kube-apiserver | kube-controller-manager | kube-scheduler)
-      ensure "$1" "$kube_version" --version kubernetes "k8s.io/kubernetes/cmd/$1" "$(kube_ldflags "$kube_version")" ;;
+      kube_lock build-tools "$1"
+      ensure "$1" "$kube_version" --version kubernetes "k8s.io/kubernetes/cmd/$1" "$(kube_ldflags "$kube_version")"
+      kube_unlock ;;
     gpu-scheduler)
       local hash
       hash=$(plugins_source_hash)
+      kube_lock build-tools "$1"
       # module_dir is relative to hack/tools: the module lives in scheduler-plugins/.
       ensure gpu-scheduler "sources-$hash" --version=raw ../../scheduler-plugins ./cmd/scheduler \
-        "$(kube_ldflags "$kube_version") -X k8s.io/component-base/version.gitCommit=sources-$hash" ;;
+        "$(kube_ldflags "$kube_version") -X k8s.io/component-base/version.gitCommit=sources-$hash"
+      kube_unlock ;;
     kubectl)
-      ensure kubectl "$kube_version" "version --client" kubernetes k8s.io/kubernetes/cmd/kubectl "$(kube_ldflags "$kube_version")" ;;
+      kube_lock build-tools "$1"
+      ensure kubectl "$kube_version" "version --client" kubernetes k8s.io/kubernetes/cmd/kubectl "$(kube_ldflags "$kube_version")"
+      kube_unlock ;;
     etcd)
       ensure etcd "$etcd_version" --version etcd go.etcd.io/etcd/server/v3 "" ;;
     kwok | kwokctl)

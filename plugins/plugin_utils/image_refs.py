@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from ansible_collections.interference.orchestrator.plugins.module_utils.errors import PlacementError
 
@@ -70,6 +71,40 @@ def registry_reference(image: str, registry: str) -> str:
     if not sep or "/" in tag or (tag and not _TAG.match(tag)):
         raise ImageReferenceError(f"image {image!r}: needs a tag (name:tag) to be pushed to {base}")
     return f"{base}/{name.rsplit('/', 1)[-1]}:{tag}"
+
+
+_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+
+
+def digest_references(images: Iterable[Mapping[str, Any]], references: Iterable[str]) -> dict[str, str]:
+    """Each pushed `references` entry (<registry>/<name>:<tag>) -> <registry>/<name>@sha256:<digest>.
+
+    `images` is what the engine reports of its images (`docker image inspect`,
+    community.docker.docker_image_info): a push records the digest the registry
+    answered in the image's RepoDigests, as <repository>@sha256:<digest>. A
+    reference whose image the engine does not hold, or which was never pushed
+    to its repository (a check run before the first push), is left out: the
+    caller keeps the tag there. Where one image holds several digests of one
+    repository (pushed once as a Docker and once as an OCI manifest), the first
+    the engine lists wins, as `docker inspect` shows it.
+    """
+    wanted = [str(reference) for reference in references]
+    out: dict[str, str] = {}
+    for image in images:
+        tags = image.get("RepoTags") or []
+        digests = image.get("RepoDigests") or []
+        if not isinstance(tags, list) or not isinstance(digests, list):
+            continue
+        for reference in wanted:
+            if reference in out or reference not in tags:
+                continue
+            repository = reference.rpartition(":")[0]
+            for digested in digests:
+                name, sep, digest = str(digested).partition("@")
+                if sep and name == repository and _DIGEST.match(digest):
+                    out[reference] = f"{repository}@{digest}"
+                    break
+    return out
 
 
 def content_tag(

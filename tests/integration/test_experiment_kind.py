@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.support.docker import docker_answers
 from tests.support.kwok import free_port
 from tests.support.tools import tools_bin
 
@@ -40,12 +40,6 @@ SHORT_APPS = [
     {"name": "mbw", "image": "pts/mbw", "type": "memory"},
     {"name": "stressapptest", "image": "pts/stressapptest", "type": "memory"},
 ]
-
-
-def docker_answers() -> bool:
-    if shutil.which("docker") is None:
-        return False
-    return subprocess.run(["docker", "info"], capture_output=True, check=False, timeout=30).returncode == 0
 
 
 pytestmark = [

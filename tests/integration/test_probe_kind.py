@@ -17,9 +17,14 @@ What it shows:
 - a CPU stressor on a worker raises that worker's CPU pressure clearly above
   the other's, within two probe intervals (read from the probe round that
   measured it, so scrape and query delays do not count);
-- a memory-bandwidth stressor moves the memory signal and barely moves the
-  CPU-share signal of the idle neighbour (the workers share one host's memory
-  bus, so "another node" does not isolate memory bandwidth here).
+- a memory-bandwidth stressor, itself a busy thread, raises the CPU pressure
+  of its own worker clearly above the idle neighbour's: CPU stays per node.
+  Not claimed: that it leaves the neighbour's CPU share where it was. The idle
+  neighbour's CPU pressure moved by up to 0.21 under either stressor on a quiet
+  machine and by 0.19 in CI (stop 28), against idle baselines near 0: that is
+  this 2-core host's noise, so it is printed, not asserted. Nor that it moves
+  the memory signal (an xfail below): the workers share one host's memory bus,
+  so "another node" does not isolate memory bandwidth here.
 
 Every measured figure is printed (pytest -s, or in the failure message), so
 what the physics did is on record even when an assertion fails. Deletes the
@@ -51,8 +56,8 @@ CLUSTER = f"mon-probe-{WORKER}"
 INTERVAL_S = 5
 # "Clearly above": the stressed worker's mean CPU pressure exceeds the other's by this much.
 CLEAR_MARGIN = 0.3
-# "Barely moves": the idle neighbour's CPU pressure under a memory stressor stays within this of its baseline.
-BARELY = 0.15
+# "Moved" (the memory signal's xfail): a rise above the baseline by more than this.
+MOVED = 0.15
 # The release site.yml installs here: image_source offline, so the collection's offline chart.
 RELEASE = "interference-monitoring"
 
@@ -196,13 +201,23 @@ def test_a_cpu_stressor_raises_its_workers_cpu_pressure_clearly_above_the_other_
         assert rise is not None and rise <= 2 * INTERVAL_S, (stressed, rise, computed["first_rise_s"]["cpu"])
 
 
-def test_a_memory_stressor_barely_moves_the_idle_neighbours_cpu_share(isolation: dict[str, Any]) -> None:
+def test_a_memory_stressor_raises_the_cpu_pressure_of_its_own_worker_not_of_the_idle_neighbour(
+    isolation: dict[str, Any],
+) -> None:
+    """Compared within the same run, so the host's load at that moment weighs on both sides.
+
+    Not an absolute bound on the neighbour's change from its baseline, measured minutes
+    earlier: that moved 0.14 to 0.21 on a quiet machine (under the CPU stressor as much as
+    under the memory one) and 0.19 in CI, which is this host's noise, not the stressor's.
+    """
     computed = isolation["computed"]
     baseline = computed["baseline"]
     for stressed, observed in computed["response"]["memory_bandwidth"].items():
         (neighbour,) = [n for n in computed["nodes"] if n != stressed]
-        cpu_change = observed[neighbour]["cpu"] - baseline[neighbour]["cpu"]
-        assert cpu_change <= BARELY, (stressed, neighbour, observed[neighbour], baseline[neighbour])
+        print(f"memory stressor on {stressed}: CPU pressure {observed[stressed]['cpu']:.3f} there, "
+              f"{observed[neighbour]['cpu']:.3f} on {neighbour} (its baseline {baseline[neighbour]['cpu']:.3f})")
+        assert observed[stressed]["cpu"] >= observed[neighbour]["cpu"] + CLEAR_MARGIN, (
+            stressed, neighbour, observed, baseline)
 
 
 # Not shown by this testbed, so not claimed: the memory signal moved by 0.24 on a quiet machine
@@ -215,7 +230,7 @@ def test_a_memory_stressor_moves_the_memory_signal(isolation: dict[str, Any]) ->
     baseline = computed["baseline"]
     for stressed, observed in computed["response"]["memory_bandwidth"].items():
         moved = max(observed[n]["memory_bandwidth"] - baseline[n]["memory_bandwidth"] for n in computed["nodes"])
-        assert moved > BARELY, (stressed, observed, baseline)
+        assert moved > MOVED, (stressed, observed, baseline)
 
 
 def test_the_report_and_heatmap_are_written_beside_results_json(isolation: dict[str, Any]) -> None:

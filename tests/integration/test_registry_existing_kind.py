@@ -17,9 +17,10 @@ this test's fixture, not a product default.
 
 site.yml runs with `cluster_provider: existing`, `images_registry` and
 `monitoring_mode: off`. Proof that the pods' images came from the registry:
-the pod's image and imageID name the registry and the digest the registry
-serves, the registry's access log shows the nodes' containerd fetching the
-manifests, and /v2/_catalog and the tags lists hold what was pushed. A rerun
+every Deployment names its image by the digest the registry serves for the
+pushed tag (`<registry>/<name>@sha256:...`), the pods' imageID is that digest,
+the registry's access log shows the nodes' containerd fetching the manifests by
+that digest, and /v2/_catalog and the tags lists hold what was pushed. A rerun
 and a check run change nothing. Needs a Docker engine and `make tools`
 (kind, kubectl, registry); skipped with the reason otherwise.
 """
@@ -29,7 +30,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import shutil
 import socket
 import subprocess
 import urllib.request
@@ -44,6 +44,7 @@ import pytest
 import yaml
 
 from tests.support import kind, kwok
+from tests.support.docker import docker_answers
 from tests.support.playbook_json import REPO, PlaybookRun, run_playbook, run_playbook_file
 from tests.support.tools import tools_bin
 
@@ -60,12 +61,6 @@ APPS = [
 # The four workloads pts_images builds offline, as pushed (pts_images_debian_workloads).
 WORKLOADS = ["povray", "7zip", "mbw", "stressapptest"]
 PUSH_TASK = "Push each image to {registry}"
-
-
-def docker_answers() -> bool:
-    if shutil.which("docker") is None:
-        return False
-    return subprocess.run(["docker", "info"], capture_output=True, check=False, timeout=30).returncode == 0
 
 
 def missing_tools() -> list[str]:
@@ -280,21 +275,31 @@ def test_site_pushes_the_workload_images_and_the_pods_pull_them_from_the_registr
     # The nodes' containerd fetched the manifests from the read-only registry (read before this test asks it).
     pull_log = existing.registry.pull_log()
     pods = existing.pods()
+    accept = ("application/vnd.docker.distribution.manifest.v2+json,application/vnd.oci.image.manifest.v1+json,"
+              "application/vnd.oci.image.index.v1+json")
+    served: dict[str, str] = {}  # pushed <registry>/<name>:<tag> -> <registry>/<name>@<the digest the registry serves>
+    for reference in pushed:
+        name, tag = reference.rsplit(":", 1)
+        headers, _ = existing.registry.get(f"/v2/{name.split('/', 1)[1]}/manifests/{tag}", accept=accept)
+        served[reference] = f"{name}@{headers['Docker-Content-Digest']}"
+    # Every Deployment site.yml made names its image by the digest the registry serves for the pushed tag.
+    deployments = json.loads(run("kubectl", "--kubeconfig", str(existing.kubeconfig), "-n", NAMESPACE, "get",
+                                 "deployments", "-o", "json", env=existing.env))["items"]
+    assert {d["metadata"]["name"] for d in deployments} == {app["name"] for app in APPS}
+    for deployment in deployments:
+        for container in deployment["spec"]["template"]["spec"]["containers"]:
+            assert container["image"] in served.values(), (deployment["metadata"]["name"], container["image"], served)
     for app, workload in (("c-ray", "povray"), ("mbw", "mbw")):
         pod = pods[app]
         (container,) = pod["spec"]["containers"]
         (status,) = pod["status"]["containerStatuses"]
-        name, tag = container["image"].rsplit(":", 1)
+        name, digest = container["image"].split("@")
         assert name == f"{existing.images_registry}/{workload}"
-        assert container["image"] in pushed
         assert status["state"].get("running"), status
-        manifest_path = f"/v2/{REPOSITORY}/{workload}/manifests/{tag}"
+        # Pulled by digest, from the read-only registry, and running exactly those bytes.
+        manifest_path = f"/v2/{REPOSITORY}/{workload}/manifests/{digest}"
         assert any(manifest_path in line and "containerd" in line for line in pull_log.splitlines()), manifest_path
-        # The image the pod runs is, by digest, the one the registry serves under that tag.
-        headers, _ = existing.registry.get(
-            manifest_path, accept="application/vnd.docker.distribution.manifest.v2+json,"
-            "application/vnd.oci.image.manifest.v1+json,application/vnd.oci.image.index.v1+json")
-        assert status["imageID"] == f"{name}@{headers['Docker-Content-Digest']}"
+        assert status["imageID"] == container["image"]
 
     _, catalog = existing.registry.get("/v2/_catalog")
     assert set(catalog["repositories"]) == {f"{REPOSITORY}/{w}" for w in WORKLOADS}

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,13 +32,6 @@ SHARED_NAME = "it-" + hashlib.sha256(str(REPO).encode()).hexdigest()[:6]
 # Two workers: the schedulers' module places one probe pod per scheduler, and
 # site.yml's `cluster_workers=2` there must match what it finds to reuse the cluster.
 SHARED_WORKERS = 2
-
-
-def docker_answers() -> bool:
-    """Whether a Docker engine answers `docker info` (kind needs one)."""
-    if shutil.which("docker") is None:
-        return False
-    return subprocess.run(["docker", "info"], capture_output=True, check=False, timeout=30).returncode == 0
 
 
 def node_image() -> str:

@@ -173,12 +173,14 @@ def stop(process: subprocess.Popen[Any]) -> None:
             process.wait()
 
 
-def start_extender(kubeconfig: Path, listen: str, policy: Path, log: Path) -> subprocess.Popen[bytes]:
+def start_extender(
+    kubeconfig: Path, listen: str, policy: Path, log: Path, extra_args: Iterable[str] = ()
+) -> subprocess.Popen[bytes]:
     """Start scripts/extender against the cluster and wait until it has listed pods and nodes."""
     with log.open("ab") as out:
         process = subprocess.Popen(
             [str(REPO / "scripts" / "extender"), "--listen", listen, "--kubeconfig", str(kubeconfig),
-             "--config", str(policy)],
+             "--config", str(policy), *extra_args],
             stdout=out, stderr=subprocess.STDOUT,
         )
     wait_for("the extender to be ready", lambda: process.poll() is not None or http_status(listen, "/readyz") == 200)

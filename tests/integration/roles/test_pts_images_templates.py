@@ -18,6 +18,7 @@ import yaml
 
 from tests.support import playbook_json
 from tests.support.cluster_contract import cluster_vars
+from tests.support.docker import docker_answers, import_image, remove_image
 from tests.support.playbook_json import REPO, run_playbook
 
 CONTEXT = REPO / "files" / "pts"
@@ -196,3 +197,19 @@ def test_nothing_is_loaded_when_every_node_has_every_image(tmp_path: Path) -> No
     assert run.returncode == 0, run.report
     assert loaded == {}
     assert run.stats["changed"] == 0
+
+
+@pytest.mark.skipif(not docker_answers(), reason="no Docker engine answers: the base's image ID cannot be read")
+def test_the_base_image_counts_by_its_bytes_not_only_its_name(tmp_path: Path) -> None:
+    """One base name whose bytes change (a moved :latest, a base made again) gives every image a new tag."""
+    name = f"interference-orchestrator/test-base-{tmp_path.name.lower()}:latest"
+    try:
+        import_image(name, "one\n", tmp_path / "base")
+        first = image_refs(tmp_path, pts_images_base_image=name)
+        assert image_refs(tmp_path, pts_images_base_image=name) == first
+        import_image(name, "two\n", tmp_path / "base")
+        moved = image_refs(tmp_path, pts_images_base_image=name)
+        assert list(moved) == list(first)
+        assert all(moved[test] != first[test] for test in first)
+    finally:
+        remove_image(name)

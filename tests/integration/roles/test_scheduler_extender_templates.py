@@ -271,3 +271,22 @@ def test_only_the_second_scheduler_may_reach_the_extender(manifests: list[dict[s
     closed = by_kind(manifests, "NetworkPolicy", "interference-scheduler")
     assert closed["spec"]["podSelector"]["matchLabels"].items() <= scheduler_pod["metadata"]["labels"].items()
     assert (closed["spec"]["policyTypes"], closed["spec"]["ingress"]) == (["Ingress"], [])
+
+
+def test_with_a_registry_the_extender_runs_the_pushed_digest(tmp_path: Path) -> None:
+    """What a push recorded (image_registry_digests) is what the Deployment names; without it, the pushed tag."""
+    def extender_image(where: str, **extra: Any) -> str:
+        (tmp_path / where).mkdir()
+        run = include(tmp_path / where, "manifests", {"scheduler_extender_cluster_version": "v1.34.4",
+                                                      "images_registry": "reg.example.com/x", **extra})
+        (shown,) = run.results("Show the manifests")
+        deployment = by_kind(shown["scheduler_extender_manifests"], "Deployment", "interference-extender")
+        image: str = deployment["spec"]["template"]["spec"]["containers"][0]["image"]
+        return image
+
+    tagged = extender_image("tagged")
+    assert re.fullmatch(r"reg\.example\.com/x/interference-extender:h-[0-9a-f]{12}", tagged), tagged
+    digest = "reg.example.com/x/interference-extender@sha256:" + "ab" * 32
+    assert extender_image("pushed", image_registry_digests={tagged: digest}) == digest
+    # A digest of some other image is not taken for this one.
+    assert extender_image("other", image_registry_digests={"reg.example.com/x/mbw:h-1": digest}) == tagged

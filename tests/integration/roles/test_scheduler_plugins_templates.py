@@ -261,3 +261,22 @@ def test_nothing_but_the_node_may_reach_the_scheduler(manifests: list[dict[str, 
     pod = by_kind(manifests, "Deployment", "gpu-scheduler")["spec"]["template"]
     assert policy["spec"]["podSelector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
     assert (policy["spec"]["policyTypes"], policy["spec"]["ingress"]) == (["Ingress"], [])
+
+
+def test_with_a_registry_the_scheduler_runs_the_pushed_digest(tmp_path: Path) -> None:
+    """What a push recorded (image_registry_digests) is what the Deployment names; without it, the pushed tag."""
+    binary = tmp_path / "gpu-scheduler"
+    binary.write_bytes(b"scheduler build 1")
+    binary.chmod(0o755)
+
+    def scheduler_image(where: str, **extra: Any) -> str:
+        (tmp_path / where).mkdir()
+        run = include(tmp_path / where, "manifests", {"scheduler_plugins_binary": str(binary),
+                                                      "images_registry": "reg.example.com/x", **extra})
+        (shown,) = run.results("Show the manifests")
+        return image_of(shown["scheduler_plugins_manifests"])
+
+    tagged = scheduler_image("tagged")
+    assert re.fullmatch(r"reg\.example\.com/x/interference-gpu-scheduler:h-[0-9a-f]{12}", tagged), tagged
+    digest = "reg.example.com/x/interference-gpu-scheduler@sha256:" + "cd" * 32
+    assert scheduler_image("pushed", image_registry_digests={tagged: digest}) == digest

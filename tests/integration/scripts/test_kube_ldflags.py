@@ -36,3 +36,43 @@ def test_both_scripts_source_the_one_library() -> None:
     # components.sh loads it from beside itself (as in the installed collection) before anything runs.
     listed = subprocess.run([str(NODE_IMAGE / "components.sh"), "list"], capture_output=True, text=True, check=True)
     assert "kubelet" in listed.stdout.split()
+
+
+def test_one_kubernetes_build_at_a_time_the_second_waits_and_says_so(tmp_path: Path) -> None:
+    """kube_lock: make tools and the node image's components must not compile the Kubernetes tree at once.
+
+    A holder keeps the lock until it is told to let go; a second kube_lock
+    blocks until then, says in one line that it waits, and after kube_unlock
+    the lock is free again (flock -n takes it).
+    """
+    env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    lock = tmp_path / ".cache" / "interference-orchestrator" / "kubernetes-build.lock"
+    release = tmp_path / "release"
+    holder = subprocess.Popen(
+        ["bash", "-c", 'source "$1"; kube_lock build-tools kube-apiserver; echo held; '
+         'while [[ ! -e $2 ]]; do sleep 0.05; done; kube_unlock; sleep 30', "bash", str(LIBRARY), str(release)],
+        env=env, stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        waiter = subprocess.Popen(
+            ["bash", "-c", 'source "$1"; kube_lock node-components kube-apiserver; echo got; kube_unlock; '
+             'flock -n "$2" true && echo free', "bash", str(LIBRARY), str(lock)],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        try:
+            waiter.wait(timeout=1.5)
+            raise AssertionError("kube_lock did not wait for the holder: " + waiter.stdout.read())  # type: ignore[union-attr]
+        except subprocess.TimeoutExpired:
+            pass
+        release.touch()  # the holder unlocks, but stays alive: the lock is the fd, not the process
+        out, err = waiter.communicate(timeout=30)
+        assert out == "got\nfree\n"
+        assert err == (
+            "[node-components] kube-apiserver: waiting for the other build of a Kubernetes binary"
+            " (make tools and the node image build the same ones; the second reuses the first)\n"
+        )
+    finally:
+        holder.kill()
+        holder.wait()
+

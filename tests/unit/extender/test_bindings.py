@@ -260,3 +260,27 @@ def test_pod_metadata_of_the_wrong_type_is_a_400_naming_it(metadata: object) -> 
         response = service.answer("POST", verb, body)
         assert response.status == 400, response.body
         assert "Pod.metadata" in json.loads(response.body)["error"]
+
+
+def test_the_wait_follows_the_slowest_bind_lag_seen_within_its_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A loaded host: kube-scheduler's bind call comes 0.3 s after the score. The
+    # next decisions wait 4 x that, so a lag like it no longer expires the wait
+    # (with a fixed 0.1 s it did, and a burst piled up); the lag fades as
+    # quicker bind calls follow, and the wait never passes its ceiling.
+    now = [1000.0]
+    monkeypatch.setattr(cluster_view.time, "monotonic", lambda: now[0])
+    view = view_with_nodes()
+    assert view.bind_wait() == cluster_view.BIND_WAIT_SECONDS
+    scored(view, "slow")
+    now[0] += 0.3
+    assert view.record_binding("default/slow", None, "a") is not None
+    assert view.bind_wait() == pytest.approx(cluster_view.BIND_WAIT_FACTOR * 0.3)
+    for i in range(200):
+        scored(view, f"quick-{i}")
+        view.record_binding(f"default/quick-{i}", None, "b")
+    assert view.bind_wait() == cluster_view.BIND_WAIT_SECONDS
+    scored(view, "stalled")
+    now[0] += 60.0
+    view.record_binding("default/stalled", None, "a")
+    assert view.bind_wait() == cluster_view.BIND_WAIT_MAX_SECONDS
+    assert view.bind_waits_expired == 0

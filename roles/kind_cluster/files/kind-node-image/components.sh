@@ -136,11 +136,16 @@ build() {
         "-X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$v" ;;
     coredns) stamped coredns coredns github.com/coredns/coredns "" ;;
     etcd) stamped etcd etcd-node go.etcd.io/etcd/server/v3 "" ;;
-    kube-apiserver | kube-controller-manager | kube-scheduler) control_plane "$1" --version ;;
-    kubectl) control_plane kubectl "version --client" ;;
+    # The Kubernetes binaries, under the lock scripts/build-tools.sh takes too (kube_lock).
+    kube-apiserver | kube-controller-manager | kube-scheduler)
+      kube_lock node-components "$1"; control_plane "$1" --version; kube_unlock ;;
+    kubectl) kube_lock node-components "$1"; control_plane kubectl "version --client"; kube_unlock ;;
     # Last: they share most packages with the control-plane binaries, whose
     # compiled packages are in the Go build cache by then.
-    kubeadm | kubelet | kube-proxy) stamped "$1" kubernetes "k8s.io/kubernetes/cmd/$1" "$(kube_ldflags "$kube_version")" ;;
+    kubeadm | kubelet | kube-proxy)
+      kube_lock node-components "$1"
+      stamped "$1" kubernetes "k8s.io/kubernetes/cmd/$1" "$(kube_ldflags "$kube_version")"
+      kube_unlock ;;
     *) log "unknown component: $1 (components.sh list names them)"; exit 2 ;;
   esac
 }

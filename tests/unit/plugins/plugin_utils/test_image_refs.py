@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from ansible.errors import AnsibleFilterError
 from ansible_collections.interference.orchestrator.plugins.filter import content_tag as content_tag_filter
+from ansible_collections.interference.orchestrator.plugins.filter.registry_digests import FilterModule as DigestFilters
 from ansible_collections.interference.orchestrator.plugins.filter.registry_image import FilterModule, registry_image
 from ansible_collections.interference.orchestrator.plugins.plugin_utils.image_refs import (
     ImageReferenceError,
     check_registry,
     content_tag,
+    digest_references,
     registry_reference,
 )
 from hypothesis import given
@@ -153,3 +156,50 @@ def test_the_filter_passes_hashed_and_extra_and_refuses_the_wrong_types(tmp_path
         content_tag_filter.content_tag(paths, str(tmp_path), hashed=["x"])  # type: ignore[arg-type]
     with pytest.raises(AnsibleFilterError, match="extra must be a list"):
         content_tag_filter.content_tag(paths, str(tmp_path), extra="base:1")  # type: ignore[arg-type]
+
+
+DIGEST_A = "sha256:" + "a" * 64
+DIGEST_B = "sha256:" + "b" * 64
+
+
+def test_a_pushed_reference_is_named_by_the_digest_the_engine_recorded_for_its_repository() -> None:
+    images: list[dict[str, Any]] = [
+        {
+            "Id": "sha256:" + "1" * 64,
+            "RepoTags": [f"{ECR}/mbw:h-0123abcd4567", "interference-orchestrator/mbw:h-0123abcd4567"],
+            # Also pushed elsewhere: only the repository of the reference counts.
+            "RepoDigests": [f"reg.example.com/x/mbw@{DIGEST_B}", f"{ECR}/mbw@{DIGEST_A}"],
+        },
+        # Built, never pushed (a check run before the first push): left out, the caller keeps the tag.
+        {"RepoTags": [f"{ECR}/povray:h-0123abcd4567"], "RepoDigests": []},
+        # Digests of another repository only.
+        {"RepoTags": [f"{ECR}/7zip:h-0123abcd4567"], "RepoDigests": [f"{ECR}/other@{DIGEST_A}"]},
+    ]
+    wanted = [f"{ECR}/mbw:h-0123abcd4567", f"{ECR}/povray:h-0123abcd4567", f"{ECR}/7zip:h-0123abcd4567",
+              f"{ECR}/absent:h-0123abcd4567"]
+    assert digest_references(images, wanted) == {f"{ECR}/mbw:h-0123abcd4567": f"{ECR}/mbw@{DIGEST_A}"}
+    # Through the filter as the roles call it.
+    assert DigestFilters().filters()["registry_digests"](images, wanted) == digest_references(images, wanted)
+
+
+def test_only_a_well_formed_sha256_digest_is_used_and_the_first_listed_wins() -> None:
+    reference = "127.0.0.1:5000/ns/mbw:h-cc"
+    images = [{"RepoTags": [reference], "RepoDigests": ["127.0.0.1:5000/ns/mbw@sha256:short",
+                                                        f"127.0.0.1:5000/ns/mbw@{DIGEST_B}",
+                                                        f"127.0.0.1:5000/ns/mbw@{DIGEST_A}"]}]
+    assert digest_references(images, [reference]) == {reference: f"127.0.0.1:5000/ns/mbw@{DIGEST_B}"}
+    # What docker_image_info may hand over for an odd image: no tags, nulls, wrong shapes.
+    odd: list[dict[str, object]] = [{}, {"RepoTags": None, "RepoDigests": None}, {"RepoTags": "x", "RepoDigests": "y"}]
+    assert digest_references(odd, [reference]) == {}
+
+
+@given(st.lists(st.from_regex(r"[a-z0-9]{1,8}", fullmatch=True), min_size=1, max_size=6, unique=True))
+def test_every_reference_found_keeps_its_repository_and_gets_its_own_digest(names: list[str]) -> None:
+    references = [f"{ECR}/{name}:h-1" for name in names]
+    digests = [f"sha256:{index:064x}" for index in range(len(names))]
+    images = [{"RepoTags": [ref], "RepoDigests": [f"{ref.rsplit(':', 1)[0]}@{digest}"]}
+              for ref, digest in zip(references, digests, strict=True)]
+    out = digest_references(images, references)
+    assert list(out) == references
+    for ref, digest in zip(references, digests, strict=True):
+        assert out[ref] == f"{ref.rsplit(':', 1)[0]}@{digest}"

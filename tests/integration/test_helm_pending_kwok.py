@@ -1,0 +1,204 @@
+"""monitoring's pending.yml on a real API server (kwokctl, local binaries): a helm upgrade killed midway is rolled back.
+
+The pending-install branch is tested on kind (test_probe_kind.py). This is the
+pending-upgrade one, with the real helm: a one-ConfigMap chart is installed
+(revision 1, deployed), then upgraded to a version whose pre-upgrade hook is a
+Pod that never succeeds here (kwok runs no containers: the Pod stays Pending
+without a node, and kwok-controller would only ever make it Running). helm
+stores revision 2 as `pending-upgrade` before it runs the hooks and waits for
+the hook; it is killed (SIGKILL) while it waits. The task file then runs through
+ansible-playbook, as chart.yml, offline.yml and probe_release.yml include it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.support import kwok
+from tests.support.playbook_json import VENV_BIN, role_play, run_playbook
+from tests.support.tools import tools_bin
+
+HELM = tools_bin() / "helm"
+NAMESPACE = "monitoring"
+RELEASE = "pending-probe"
+RECOVERY = (
+    f"monitoring: release {NAMESPACE}/{RELEASE} was left pending-upgrade by an interrupted run: "
+    "rolling it back to its last deployed revision"
+)
+
+pytestmark = [
+    pytest.mark.cluster,
+    pytest.mark.skipif(bool(kwok.missing_tools()), reason=f"run `make tools` first: {kwok.missing_tools()} missing"),
+    pytest.mark.skipif(not HELM.is_file(), reason=f"run `make tools` first: no helm in {HELM.parent}"),
+    # A cluster, an install, an upgrade killed midway and two playbook runs; about 15 s on a quiet machine.
+    pytest.mark.timeout(600),
+]
+
+
+def write_chart(root: Path, version: str, hook: bool) -> Path:
+    """A chart of one ConfigMap; with `hook`, also a pre-upgrade hook Pod that never succeeds on kwok."""
+    chart = root / f"chart-{version}"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text(
+        yaml.safe_dump({"apiVersion": "v2", "name": "pending-probe", "version": version, "type": "application"})
+    )
+    configmap = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "pending-probe"},
+        "data": {"version": version},
+    }
+    (chart / "templates" / "configmap.yaml").write_text(yaml.safe_dump(configmap))
+    if hook:
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": "pending-probe-pre-upgrade",
+                "annotations": {"helm.sh/hook": "pre-upgrade", "helm.sh/hook-weight": "0"},
+            },
+            "spec": {
+                "restartPolicy": "Never",
+                "automountServiceAccountToken": False,
+                "containers": [{"name": "wait", "image": "registry.invalid/never:1"}],
+            },
+        }
+        (chart / "templates" / "hook.yaml").write_text(yaml.safe_dump(pod))
+    return chart
+
+
+def helm(cluster: kwok.KwokCluster, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(HELM), *args, "--namespace", NAMESPACE, "--kubeconfig", str(cluster.kubeconfig)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def release_status(cluster: kwok.KwokCluster, env: dict[str, str]) -> str:
+    proc = helm(cluster, env, "status", RELEASE, "-o", "json")
+    return str(json.loads(proc.stdout)["info"]["status"]) if proc.returncode == 0 else ""
+
+
+def history(cluster: kwok.KwokCluster, env: dict[str, str]) -> list[dict[str, Any]]:
+    proc = helm(cluster, env, "history", RELEASE, "-o", "json")
+    assert proc.returncode == 0, proc.stderr
+    return list(json.loads(proc.stdout))
+
+
+def upgrade_killed_while_pending(cluster: kwok.KwokCluster, env: dict[str, str], chart: Path, log: Path) -> str:
+    """`helm upgrade` to `chart`, SIGKILLed once `helm status` says pending-upgrade; returns what happened.
+
+    helm is one process, started here: killing it is enough (kill_tree in
+    test_probe_kind.py is for ansible's setsid() workers, which this does not run).
+    """
+    with log.open("w") as out:
+        upgrade = subprocess.Popen(
+            [
+                str(HELM),
+                "upgrade",
+                RELEASE,
+                str(chart),
+                "--namespace",
+                NAMESPACE,
+                "--kubeconfig",
+                str(cluster.kubeconfig),
+                "--timeout",
+                "10m",
+            ],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + 120
+        while upgrade.poll() is None and time.monotonic() < deadline:
+            if (status := release_status(cluster, env)) == "pending-upgrade":
+                upgrade.kill()
+                upgrade.wait()
+                return f"killed {status}"
+            time.sleep(0.5)
+        if upgrade.poll() is None:
+            return "timed out before the upgrade was seen pending"
+        return (
+            f"helm upgrade ended (exit {upgrade.returncode}) before it was seen pending: "
+            f"{release_status(cluster, env)!r}; {log.read_text()[-2000:]}"
+        )
+    finally:
+        if upgrade.poll() is None:
+            upgrade.kill()
+            upgrade.wait()
+
+
+def test_a_helm_upgrade_killed_midway_is_rolled_back_to_its_last_deployed_revision_then_left_alone(
+    tmp_path: Path,
+) -> None:
+    cluster = kwok.KwokCluster(name=f"helm-pending-{kwok.free_port()}", workdir=tmp_path / "kwok")
+    # helm's own folders in tmp_path: nothing of the user's helm is read or written.
+    env = {
+        **os.environ,
+        "PATH": f"{HELM.parent}{os.pathsep}{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        **{f"HELM_{kind}_HOME": str(tmp_path / "helm" / kind.lower()) for kind in ("CACHE", "CONFIG", "DATA")},
+    }
+    cluster.create()
+    try:
+        installed = helm(
+            cluster,
+            env,
+            "install",
+            RELEASE,
+            str(write_chart(tmp_path, "1.0.0", hook=False)),
+            "--create-namespace",
+            "--wait",
+        )
+        assert installed.returncode == 0, installed.stderr
+        # The hook Pod is admitted only once the namespace's default ServiceAccount exists.
+        core = cluster.api()
+        kwok.wait_for(
+            f"the {NAMESPACE} namespace's default ServiceAccount",
+            lambda: core.list_namespaced_service_account(NAMESPACE, field_selector="metadata.name=default").items,
+        )
+
+        killed = upgrade_killed_while_pending(
+            cluster, env, write_chart(tmp_path, "2.0.0", hook=True), tmp_path / "killed-upgrade.log"
+        )
+        assert killed == "killed pending-upgrade"
+        before = [(r["revision"], r["status"]) for r in history(cluster, env)]
+        assert before == [(1, "deployed"), (2, "pending-upgrade")]
+
+        plays = role_play("monitoring", "pending")
+        variables = {
+            "cluster_kubeconfig": str(cluster.kubeconfig),
+            "cluster_context": f"kwok-{cluster.name}",
+            "monitoring_namespace": NAMESPACE,
+            "monitoring_pending_release_name": RELEASE,
+            "monitoring_wait_timeout": "2m",
+        }
+        recovered = run_playbook(tmp_path, plays, variables, env=env)
+        assert recovered.returncode == 0, recovered.failures()
+        assert any(RECOVERY in line for line in recovered.messages()), recovered.messages()
+        assert recovered.stats["changed"] == 1, recovered.stats
+        assert recovered.results("Uninstall the release whose install never finished")[0].get("skipped")
+        assert release_status(cluster, env) == "deployed"
+        revisions = history(cluster, env)
+        assert revisions[-1]["revision"] == 3, revisions
+        assert revisions[-1]["status"] == "deployed", revisions
+        assert revisions[-1]["description"] == "Rollback to 1", revisions
+
+        again = run_playbook(tmp_path, plays, variables, env=env)
+        assert again.returncode == 0, again.failures()
+        assert again.stats["changed"] == 0, again.stats
+        assert not any("interrupted run" in line for line in again.messages()), again.messages()
+        assert len(history(cluster, env)) == 3
+    finally:
+        cluster.delete()
