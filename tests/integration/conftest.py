@@ -18,8 +18,10 @@ import pytest
 from _pytest.nodeid import coerce_node_id
 
 from tests.support import kind
+from tests.support.time_spent import Spent, summary
 
 KIND_GROUP = "kind"
+SPENT: list[Spent] = []
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -35,6 +37,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item._id = coerce_node_id(f"{item.nodeid}@{group}")
     # Stable: within each part, the order collection (or pytest-randomly) gave.
     items.sort(key=lambda item: item.get_closest_marker("kind") is None)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Every phase's seconds, on the controller too (xdist sends each worker's reports there)."""
+    gateway = getattr(getattr(report, "node", None), "gateway", None)
+    SPENT.append(Spent(report.nodeid, getattr(gateway, "id", "main"), report.duration))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Where the time went, per module and per worker (tests/support/time_spent.py)."""
+    if SPENT and not hasattr(terminalreporter.config, "workerinput"):
+        terminalreporter.write_sep("=", "seconds per test module (setup, call, teardown) and per worker")
+        for line in summary(SPENT):
+            terminalreporter.write_line(line)
 
 
 @pytest.fixture(scope="session")
