@@ -59,52 +59,47 @@ def test_scripts_extender_refuses_a_bad_policy(tmp_path: Path) -> None:
     assert "weights.interference must be a number >= 0" in done.stderr
 
 
-def post_until_a_slot(port: int, path: str, body: dict) -> tuple[int, str]:
-    """POST `body`; (status, error) of the first answer that is not the server-full 503.
+def until_a_slot(port: int, method: str, path: str, body: bytes | None = None) -> tuple[
+    http.client.HTTPConnection, int, bytes
+]:
+    """Send the request on a new connection until the answer is not the server-full 503.
 
-    A connection this client has closed is still counted until the server's
-    handler sees the close, so under load a slot can still be taken by the
-    previous request: the 503 is then the documented answer, and a client
-    retries (kube-scheduler does on its next cycle). CI, stop 28: 503 where
-    the 400 was expected.
+    Returns the connection (still open), the status and the body. A connection
+    this client has closed is still counted until the server's handler sees
+    the close, so under load a slot can still be taken by the previous
+    request: the 503 is then the documented answer, and a client retries
+    (kube-scheduler does on its next cycle). CI, stop 28: 503 where the 400
+    was expected; stop 29: a connection meant to hold a slot got that 503
+    unnoticed, so the request meant to find the server full got 200 "ok".
     """
-    answers: list[tuple[int, str]] = []
+    answers: list[tuple[http.client.HTTPConnection, int, bytes]] = []
 
     def answered() -> bool:
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-        conn.request("POST", path, body=json.dumps(body))
+        conn.request(method, path, body=body)
         response = conn.getresponse()
-        answers.append((response.status, json.loads(response.read())["error"]))
-        conn.close()
-        return answers[-1][0] != 503
+        answers.append((conn, response.status, response.read()))
+        if response.status == 503:
+            conn.close()
+            return False
+        return True
 
-    wait_for(f"a free slot for POST {path}", answered, timeout=30)
+    wait_for(f"a free slot for {method} {path}", answered, timeout=30)
     return answers[-1]
 
 
+def post_until_a_slot(port: int, path: str, body: dict) -> tuple[int, str]:
+    """POST `body`; (status, error) of the first answer that is not the server-full 503."""
+    conn, status, answer = until_a_slot(port, "POST", path, json.dumps(body).encode())
+    conn.close()
+    return status, json.loads(answer)["error"]
+
+
 def hold_a_slot(port: int) -> http.client.HTTPConnection:
-    """A keep-alive connection the server has answered 200 on, so it holds one of its slots.
-
-    As in `post_until_a_slot`, a connection closed just before may still hold
-    its slot, and the server then answers this one 503 and closes it. CI,
-    stop 29: the first held connection got that 503 unnoticed, so only one
-    slot was held and the request meant to find the server full got 200 "ok".
-    """
-    held: list[http.client.HTTPConnection] = []
-
-    def answered() -> bool:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-        conn.request("GET", "/healthz")
-        response = conn.getresponse()
-        response.read()
-        if response.status != 200:
-            conn.close()
-            return False
-        held.append(conn)
-        return True
-
-    wait_for(f"a free slot to hold on port {port}", answered, timeout=30)
-    return held[0]
+    """A keep-alive connection the server has answered 200 on, so it holds one of its slots."""
+    conn, status, answer = until_a_slot(port, "GET", "/healthz")
+    assert (status, answer) == (200, b"ok\n")
+    return conn
 
 
 def test_scripts_extender_answers_hostile_clients_with_json_and_logs_no_traceback(tmp_path: Path) -> None:

@@ -4,7 +4,7 @@ The tier runs a module per xdist group (tests/integration/conftest.py), so its
 wall time is at least its longest module (the critical path) and at least the
 busiest worker's total. `--durations` names slow tests one by one; this adds
 them up per module, module-scoped fixtures included, and per worker, so a CI
-log shows which chain to shorten.
+log shows whether one module sets the length or every worker is busy to the end.
 """
 
 from __future__ import annotations
