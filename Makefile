@@ -79,8 +79,10 @@ unit: setup  ## pytest tests/unit: engine, filters, extender; no process, no clu
 	$(PHASE) unit $(BIN)/pytest -q -rs --durations=10 tests/unit
 
 # The integration tier runs on PYTEST_WORKERS xdist workers, a test module per
-# worker at a time and every kind module on one worker (tests/integration/conftest.py).
-PYTEST_WORKERS ?= 3
+# worker at a time, the kind modules that share one cluster on one worker
+# (tests/integration/conftest.py). Four on two cores: with three, vmstat showed
+# the cores idle 30% of the tier (waits on API servers and kind nodes).
+PYTEST_WORKERS ?= 4
 INTEGRATION_ARGS := -rfEs -v -n $(PYTEST_WORKERS) --dist loadgroup --durations=30 tests/integration
 
 # Then the `quiet` modules, alone: they measure interference (the probe), and a

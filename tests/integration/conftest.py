@@ -1,13 +1,16 @@
 """How the integration tier is spread over pytest-xdist workers (`make integration`).
 
-Most of this tier's time is spent waiting: on API servers, on kind nodes, on
-ansible-playbook processes. So it runs on several workers (`-n`, with
+Much of this tier's time is spent waiting: on API servers, on kind nodes, on
+ansible-playbook processes (three workers left the two cores idle 30% of the
+time, measured with vmstat). So it runs on several workers (`-n`, with
 `--dist loadgroup`), one test module per group: a module's module-scoped
-cluster is made once, on one worker, as it is without xdist. Modules marked
-`kind` share one group, so the kind clusters are made one after another on one
-worker (each kind cluster wants a core to itself at start-up) while the other
-workers take the kwok and ansible-playbook modules. The kind group goes first:
-it is the longest, and a long group started last would run alone at the end.
+cluster is made once, on one worker, as it is without xdist. The `kind`
+modules that share the session's kind cluster (`shared_kind`) are one group,
+so that cluster is made once, on one worker; a `kind` module with a cluster of
+its own (the experiment's, made by site.yml) is a group of its own, so at most
+two kind clusters run at once while the other workers take the kwok and
+ansible-playbook modules. The kind groups go first: they are the longest, and
+a long group started last would run alone at the end.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ SPENT: list[Spent] = []
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         module = getattr(item, "module", None)
-        group = KIND_GROUP if item.get_closest_marker("kind") else module.__name__ if module else item.nodeid
+        shares_kind = item.get_closest_marker("kind") and "shared_kind" in getattr(item, "fixturenames", ())
+        group = KIND_GROUP if shares_kind else module.__name__ if module else item.nodeid
         item.add_marker(pytest.mark.xdist_group(group))
         if config.getoption("loadgroup", default=False) and "@" not in item.nodeid.rsplit("]", 1)[-1]:
             # What xdist's own hook does with the marker, which pytest 9 undid: xdist 3.8

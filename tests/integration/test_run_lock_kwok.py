@@ -5,7 +5,9 @@ in the apps namespace) from its read of the cluster to its verification. Two
 site.yml runs with different app lists go at the same cluster: the first is
 frozen (SIGSTOP) while it holds the lock, so the second meets the lock for
 certain; it must fail fast naming the holder and change nothing, and the
-first must then finish with its own plan intact. Then: a lock a dead run left
+first must then finish with its own plan intact. Then: a lock another run
+broke between two stages (the renewal is a conflict, and the run stops before
+the apply, leaving that run's Lease alone), a lock a dead run left
 (live or expired), a concurrent change to a Deployment (a server-side apply
 conflict), and a prune in kube-system next to the extender's Deployments.
 Each test has an apps namespace (so a lock) of its own, so they run in any order.
@@ -193,6 +195,34 @@ def test_a_second_run_fails_fast_naming_the_holder_and_the_first_keeps_its_plan(
     rerun = cluster.site(PLAN_B, apps_namespace=ns)
     assert rerun.returncode == 0, rerun.failures()
     assert rerun.stats["changed"] == 0, rerun.failures()
+
+
+def test_a_run_whose_lock_another_run_broke_stops_before_the_apply(cluster: Cluster) -> None:
+    """Broken between the acquire and the first renewal: the renewal's replace is a conflict, and the run stops."""
+    ns = "lock-broken"
+    breaker = "breaker@elsewhere run brk00001"
+    run = cluster.start_site(PLAN_A, apps_namespace=ns)
+    try:
+        kwok.wait_for("the run to take the lock", lambda: run.process.poll() is None and holder_of(cluster, ns),
+                      timeout=300, interval=0.05)
+        os.kill(run.process.pid, signal.SIGSTOP)
+        # What `apps_lock_break=true` in another run does: a replace naming itself.
+        lease = cluster.lease(ns)
+        lease.spec.holder_identity = breaker
+        lease.spec.renew_time = datetime.now(UTC)
+        cluster.leases.replace_namespaced_lease(LEASE, ns, lease)
+    finally:
+        os.kill(run.process.pid, signal.SIGCONT)
+    stopped = run.finish(timeout=600)
+
+    assert stopped.returncode != 0
+    refusals = [r["msg"] for task in ("Stop when another run holds the lock", "Stop unless this run holds the lock now")
+                for r in stopped.results(task) if r.get("failed")]
+    assert len(refusals) == 1, stopped.failures()
+    assert refusals[0].startswith(f"This run lost the apps lock (Lease {ns}/{LEASE} held by {breaker}, "), refusals
+    assert not stopped.results("Apply the Deployments"), "it applied after losing the lock"
+    assert cluster.deployments(ns) == {}
+    assert holder_of(cluster, ns) == breaker, "the run released or overwrote the lock another run holds"
 
 
 def write_lease(cluster: Cluster, namespace: str, holder: str, renewed: datetime, duration: int) -> None:
