@@ -44,7 +44,7 @@ import pytest
 import yaml
 
 from tests.support import kind, kwok
-from tests.support.docker import docker_answers
+from tests.support.docker import docker_answers, image_layers
 from tests.support.playbook_json import REPO, PlaybookRun, run_playbook, run_playbook_file
 from tests.support.tools import tools_bin
 
@@ -256,13 +256,6 @@ def first_run(existing: ExistingKind) -> PlaybookRun:
     return existing.site()
 
 
-def image_layers(reference: str) -> list[str]:
-    """The layer digests (RootFS.Layers) of a local image, as the engine reports them."""
-    proc = subprocess.run(["docker", "image", "inspect", reference, "--format", "{{json .RootFS.Layers}}"],
-                          capture_output=True, text=True, check=True)
-    return list(json.loads(proc.stdout))
-
-
 def push_results(run: PlaybookRun, existing: ExistingKind) -> list[dict[str, Any]]:
     (result,) = run.results(PUSH_TASK.format(registry=existing.images_registry))
     return list(result["results"])
@@ -272,9 +265,9 @@ def test_site_pushes_the_workload_images_and_the_pods_pull_them_from_the_registr
     existing: ExistingKind, first_run: PlaybookRun
 ) -> None:
     assert first_run.returncode == 0, json.dumps(first_run.report)[-6000:] + first_run.stderr
-    pushed = {item["item"]["repository"] for item in push_results(first_run, existing)}
-    assert {ref.rsplit(":", 1)[0] for ref in pushed} == {f"{existing.images_registry}/{w}" for w in WORKLOADS}
     results = push_results(first_run, existing)
+    pushed = {item["item"]["repository"] for item in results}
+    assert {ref.rsplit(":", 1)[0] for ref in pushed} == {f"{existing.images_registry}/{w}" for w in WORKLOADS}
     assert all(any(a.startswith("Pushed image ") for a in item.get("actions", [])) for item in results), results
     # Docker sends only the layers the registry lacks, and the module reports a change only when it sent
     # one. The four images share a base and differ in one small layer, which two images built within one

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import tarfile
@@ -13,6 +14,13 @@ def docker_answers() -> bool:
     if shutil.which("docker") is None:
         return False
     return subprocess.run(["docker", "info"], capture_output=True, check=False, timeout=30).returncode == 0
+
+
+def image_layers(reference: str) -> list[str]:
+    """The layer digests (RootFS.Layers) of local image `reference`, as the engine reports them."""
+    proc = subprocess.run(["docker", "image", "inspect", reference, "--format", "{{json .RootFS.Layers}}"],
+                          capture_output=True, text=True, check=True)
+    return list(json.loads(proc.stdout))
 
 
 def import_image(name: str, content: str, work: Path) -> None:
