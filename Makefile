@@ -86,10 +86,11 @@ PYTEST_WORKERS ?= 4
 INTEGRATION_ARGS := -rfEs -v -n $(PYTEST_WORKERS) --dist loadgroup --durations=30 tests/integration
 
 # Then the `quiet` modules, alone: they measure interference (the probe), and a
-# measurement taken beside three busy workers measures the workers.
+# measurement taken beside three busy workers measures the workers. With -s, so the
+# figures they measured are in the log whether their assertions pass or not.
 integration: setup tools  ## pytest tests/integration (run `make images` first, as `make test` does): roles, scripts, kwok and kind
 	$(PHASE) integration $(BIN)/pytest $(INTEGRATION_ARGS) -m "not quiet"
-	$(PHASE) integration-quiet $(BIN)/pytest -rfEs -v --durations=10 -m quiet tests/integration
+	$(PHASE) integration-quiet $(BIN)/pytest -rfEs -v -s --durations=10 -m quiet tests/integration
 
 # pytest-randomly shuffles modules and the tests in each (seed in the first lines of
 # the output; rerun one order with -p randomly -p no:cacheprovider --randomly-seed=N).

@@ -2,12 +2,13 @@
 # Builds the real Kubernetes control plane and its companions from the Go
 # module proxy, for the kwok provider and the tests: kube-apiserver,
 # kube-controller-manager, kube-scheduler and kubectl (k8s.io/kubernetes),
-# etcd 3.5, kwok and kwokctl, helm; and gpu-scheduler, kube-scheduler built with
+# etcd, kwok and kwokctl, helm; and gpu-scheduler, kube-scheduler built with
 # this repository's plugins (scheduler-plugins/). Each is pinned by a wrapper
-# module: hack/tools/<name>/ for the tools only the repository builds (etcd,
-# kwok, helm, registry), and roles/kind_cluster/files/kind-node-image/go/<name>/
+# module: hack/tools/<name>/ for the tools only the repository builds (kwok,
+# helm, registry), and roles/kind_cluster/files/kind-node-image/go/<name>/
 # for the ones the kind_cluster role's offline node image also builds
-# (kubernetes, kind), which ship with the collection. Each is built once into
+# (kubernetes, kind, etcd-node: one etcd, 3.6, for both tiers, so a cold build
+# compiles it once), which ship with the collection. Each is built once into
 # the tools folder, $INTERFERENCE_TOOLS_BIN (default
 # ~/.cache/interference-orchestrator/bin, where the roles look first); a binary
 # that already reports the pinned version, there or on PATH, is reused.
@@ -49,7 +50,7 @@ command -v go >/dev/null || {
 }
 
 kube_version=$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" {print $3}' "$(module_dir kubernetes)/go.mod")
-etcd_version=$(awk '$1 == "require" && $2 == "go.etcd.io/etcd/server/v3" {print $3}' "$(module_dir etcd)/go.mod")
+etcd_version=$(awk '$1 == "require" && $2 == "go.etcd.io/etcd/server/v3" {print $3}' "$(module_dir etcd-node)/go.mod")
 kwok_version=$(awk '$1 == "require" && $2 == "sigs.k8s.io/kwok" {print $3}' "$(module_dir kwok)/go.mod")
 helm_version=$(awk '$1 == "require" && $2 == "helm.sh/helm/v3" {print $3}' "$(module_dir helm)/go.mod")
 kind_version=$(awk '$1 == "require" && $2 == "sigs.k8s.io/kind" {print $3}' "$(module_dir kind)/go.mod")
@@ -147,7 +148,7 @@ build_one() {
       ensure kubectl "$kube_version" "version --client" kubernetes k8s.io/kubernetes/cmd/kubectl "$(kube_ldflags "$kube_version")"
       kube_unlock ;;
     etcd)
-      ensure etcd "$etcd_version" --version etcd go.etcd.io/etcd/server/v3 "" ;;
+      ensure etcd "$etcd_version" --version etcd-node go.etcd.io/etcd/server/v3 "" ;;
     kwok | kwokctl)
       ensure "$1" "$kwok_version" --version kwok "sigs.k8s.io/kwok/cmd/$1" \
         "-X sigs.k8s.io/kwok/pkg/consts.Version=${kwok_version#v} -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=${kube_version#v}" ;;

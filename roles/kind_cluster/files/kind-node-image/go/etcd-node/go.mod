@@ -1,4 +1,4 @@
-// Wrapper module pinning etcd at the version kubeadm v1.34 deploys (3.6.5); the kwok tier keeps its own etcd (hack/tools/etcd).
+// Wrapper module pinning etcd at the version kubeadm v1.34 deploys (3.6.5); the kwok tier runs the same etcd (scripts/build-tools.sh).
 module interference.orchestrator/hack/tools/etcd-node
 
 go 1.24.0
