@@ -32,10 +32,12 @@ if [[ $keep_images == false ]] && docker info >/dev/null 2>&1; then
   kind_bin=$(command -v kind || echo "${INTERFERENCE_TOOLS_BIN:-$HOME/.cache/interference-orchestrator/bin}/kind")
   images=$(docker images --format '{{.Repository}}:{{.Tag}}' |
     grep -E '^(interference-orchestrator/|interference-extender:|interference-gpu-scheduler:)' || true)
-  # A cluster's node containers keep their image in use: delete the clusters on our node images first.
-  for container in $(docker ps -a --format '{{.Names}} {{.Image}}' | awk '$2 ~ /^interference-orchestrator\/kind-node:/ {print $1}'); do
-    cluster=$(docker inspect "$container" --format '{{index .Config.Labels "io.x-k8s.kind.cluster"}}')
-    [[ -n $cluster && -x $kind_bin ]] && "$kind_bin" delete cluster --name "$cluster" >/dev/null 2>&1 || true
+  # A cluster's node containers keep their image in use: delete the clusters on our node images first
+  # (each once: deleting a cluster removes its other nodes, which the list below still names).
+  clusters=$(docker ps -a --filter label=io.x-k8s.kind.cluster --format '{{.Image}} {{.Label "io.x-k8s.kind.cluster"}}' |
+    awk '$1 ~ /^interference-orchestrator\/kind-node:/ {print $2}' | sort -u)
+  for cluster in $clusters; do
+    if [[ -x $kind_bin ]]; then "$kind_bin" delete cluster --name "$cluster" >/dev/null 2>&1 || true; fi
   done
   if [[ -n $images ]]; then
     log "removing $(wc -l <<<"$images") project images"
