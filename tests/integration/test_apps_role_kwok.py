@@ -195,6 +195,18 @@ def test_second_run_and_check_mode_change_nothing(cluster: Cluster) -> None:
     assert cluster.pod_uids() == before
 
 
+def test_check_mode_into_a_namespace_not_created_yet_shows_the_manifests_and_creates_nothing(cluster: Cluster) -> None:
+    """A check run takes no lock, so only its own dry run of the namespace says that it does not exist yet."""
+    namespace = "interference-apps-not-yet"
+    run = cluster.run([*SEED_APPS, WEB], check=True, apps_namespace=namespace)
+    assert run.returncode == 0, run.failures()
+    [shown] = [r for r in run.results("Show the Deployments that would be created in the new namespace")
+               if not r.get("skipped")]
+    assert sorted(d["metadata"]["name"] for d in shown["msg"]) == sorted(a["name"] for a in [*SEED_APPS, WEB])
+    assert {d["metadata"]["namespace"] for d in shown["msg"]} == {namespace}
+    assert namespace not in [ns.metadata.name for ns in cluster.core.list_namespace().items]
+
+
 def test_adding_an_app_moves_no_running_pod(cluster: Cluster) -> None:
     before = cluster.pod_uids()
     added = {"name": "ramspeed", "image": "pts/ramspeed", "type": "memory"}

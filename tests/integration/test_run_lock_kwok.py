@@ -9,8 +9,12 @@ first must then finish with its own plan intact. Then: a lock another run
 broke between two stages (the renewal is a conflict, and the run stops before
 the apply, leaving that run's Lease alone), a lock a dead run left
 (live or expired), a concurrent change to a Deployment (a server-side apply
-conflict), and a prune in kube-system next to the extender's Deployments.
+conflict, on the plan the first test leaves), a prune in kube-system next to
+the extender's Deployments, and runs killed in the apply and then in the prune.
 Each test has an apps namespace (so a lock) of its own, so they run in any order.
+A test goes on from the state its last step checked rather than setting up a
+new one: each site.yml run costs about 24 s of CPU, and this module is the
+integration tier's largest.
 """
 
 from __future__ import annotations
@@ -158,7 +162,26 @@ def holder_of(cluster: Cluster, namespace: str) -> str | None:
     return lease.spec.holder_identity if lease is not None and lease.spec.holder_identity else None
 
 
-def test_a_second_run_fails_fast_naming_the_holder_and_the_first_keeps_its_plan(cluster: Cluster) -> None:
+def assert_a_concurrent_change_is_a_conflict(cluster: Cluster, ns: str) -> None:
+    """Another field manager changes a field the role applies: the dry run stops, naming the app; forced, it wins."""
+    patch = {"spec": {"template": {"spec": {"containers": [{"name": "b1", "image": "pts/c-ray:edited"}]}}}}
+    cluster.apps.patch_namespaced_deployment("b1", ns, patch, field_manager="kubectl-edit")
+    generations = {n: d.metadata.generation for n, d in cluster.deployments(ns).items()}
+    run = cluster.site(PLAN_B, apps_namespace=ns)
+    assert run.returncode != 0
+    [failed] = [r for r in run.results("Stop when the API server refuses a Deployment") if r.get("failed")]
+    assert "apps[0] (b1)" in failed["msg"] and "conflict" in failed["msg"].lower(), failed["msg"]
+    assert "kubectl-edit" in failed["msg"]
+    assert {n: d.metadata.generation for n, d in cluster.deployments(ns).items()} == generations
+    assert cluster.deployments(ns)["b1"].spec.template.spec.containers[0].image == "pts/c-ray:edited"
+    assert cluster.lease(ns) is None, "a failed run did not release the lock"
+
+    forced = cluster.site(PLAN_B, apps_namespace=ns, apps_force_conflicts=True)
+    assert forced.returncode == 0, forced.failures()
+    assert cluster.deployments(ns)["b1"].spec.template.spec.containers[0].image == "pts/c-ray"
+
+
+def test_a_second_run_fails_fast_naming_the_holder_then_an_edit_is_a_conflict(cluster: Cluster) -> None:
     ns = "lock-concurrent"
     first = cluster.start_site(PLAN_A, apps_namespace=ns)
     try:
@@ -195,6 +218,9 @@ def test_a_second_run_fails_fast_naming_the_holder_and_the_first_keeps_its_plan(
     rerun = cluster.site(PLAN_B, apps_namespace=ns)
     assert rerun.returncode == 0, rerun.failures()
     assert rerun.stats["changed"] == 0, rerun.failures()
+
+    # On the plan that stands (no run of its own to set it up): a concurrent edit is a conflict, not overwritten.
+    assert_a_concurrent_change_is_a_conflict(cluster, ns)
 
 
 def test_a_run_whose_lock_another_run_broke_stops_before_the_apply(cluster: Cluster) -> None:
@@ -264,28 +290,6 @@ def test_a_dead_runs_lock_blocks_until_broken_or_expired(cluster: Cluster) -> No
     assert_one_plan_runs(cluster, ["b1", "b2", "b3"], ns)
 
 
-def test_a_concurrent_change_is_a_conflict_not_overwritten(cluster: Cluster) -> None:
-    """Another field manager changes a field the role applies: the dry run stops, naming the app."""
-    ns = "lock-conflict"
-    first = cluster.site(PLAN_B, apps_namespace=ns)
-    assert first.returncode == 0, first.failures()
-    patch = {"spec": {"template": {"spec": {"containers": [{"name": "b1", "image": "pts/c-ray:edited"}]}}}}
-    cluster.apps.patch_namespaced_deployment("b1", ns, patch, field_manager="kubectl-edit")
-    generations = {n: d.metadata.generation for n, d in cluster.deployments(ns).items()}
-    run = cluster.site(PLAN_B, apps_namespace=ns)
-    assert run.returncode != 0
-    [failed] = [r for r in run.results("Stop when the API server refuses a Deployment") if r.get("failed")]
-    assert "apps[0] (b1)" in failed["msg"] and "conflict" in failed["msg"].lower(), failed["msg"]
-    assert "kubectl-edit" in failed["msg"]
-    assert {n: d.metadata.generation for n, d in cluster.deployments(ns).items()} == generations
-    assert cluster.deployments(ns)["b1"].spec.template.spec.containers[0].image == "pts/c-ray:edited"
-    assert cluster.lease(ns) is None, "a failed run did not release the lock"
-
-    forced = cluster.site(PLAN_B, apps_namespace=ns, apps_force_conflicts=True)
-    assert forced.returncode == 0, forced.failures()
-    assert cluster.deployments(ns)["b1"].spec.template.spec.containers[0].image == "pts/c-ray"
-
-
 def test_a_prune_in_kube_system_leaves_the_extender_and_its_scheduler(cluster: Cluster) -> None:
     """apps_namespace kube-system, where the extender role puts its Deployments (app.kubernetes.io/managed-by too)."""
     kubeconfig, context = str(cluster.kwok.kubeconfig), f"kwok-{cluster.kwok.name}"
@@ -351,8 +355,9 @@ def assert_converges(cluster: Cluster, ns: str, apps: list[dict[str, Any]]) -> N
     assert cluster.lease(ns) is None
 
 
-def test_a_run_killed_during_the_apply_converges_on_rerun(cluster: Cluster) -> None:
-    ns = "killed-in-apply"
+def test_a_run_killed_during_the_apply_or_the_prune_converges_on_rerun(cluster: Cluster) -> None:
+    """Killed in the apply of 24 apps, converged; then killed in the prune of those 24, converged again."""
+    ns = "killed-in-apply-and-prune"
     run = cluster.start_site(MANY, apps_namespace=ns)
     try:
         kwok.wait_for("the apply to be under way", lambda: run.process.poll() is None
@@ -362,11 +367,7 @@ def test_a_run_killed_during_the_apply_converges_on_rerun(cluster: Cluster) -> N
     assert 0 < len(cluster.deployments(ns)) < len(MANY), "the run was not stopped in the middle of its apply"
     assert_converges(cluster, ns, MANY)
 
-
-def test_a_run_killed_during_the_prune_converges_on_rerun(cluster: Cluster) -> None:
-    ns = "killed-in-prune"
-    first = cluster.site(MANY, apps_namespace=ns)
-    assert first.returncode == 0, first.failures()
+    # The 24 apps now stand (assert_converges checked it): a list of 3 others prunes them one by one.
     run = cluster.start_site(OTHERS, apps_namespace=ns)
     try:
         kwok.wait_for("the prune to be under way", lambda: run.process.poll() is None
