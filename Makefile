@@ -25,7 +25,7 @@ SITE_ARGS := -i examples/testbed/hosts.yml -e interference_output_dir=$(OUTPUT_D
 PHASE := $(CURDIR)/scripts/phase.sh
 export PHASE_LOG ?= $(CURDIR)/.cache/phases.tsv
 
-.PHONY: help setup tools node-components build images site test unit integration integration-random go-test lint sanity scan molecule docker-engine node-image kind-test bench teardown phases clean
+.PHONY: help setup tools node-components build images site test checks beside-build images-debian unit integration integration-random go-test lint sanity scan molecule docker-engine node-image kind-test bench teardown phases clean
 
 help:  ## List the targets
 	@awk -F ':.*## ' '/^[a-z][a-z-]*:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -92,9 +92,9 @@ integration: setup tools  ## pytest tests/integration (run `make images` first, 
 	$(PHASE) integration $(BIN)/pytest $(INTEGRATION_ARGS) -m "not quiet"
 	$(PHASE) integration-quiet $(BIN)/pytest -rfEs -v -s --durations=10 -m quiet tests/integration
 
-# pytest-randomly shuffles modules and the tests in each (seed in the first lines of
+# pytest-randomly shuffles the modules (conftest keeps the order in each; seed in the first lines of
 # the output; rerun one order with -p randomly -p no:cacheprovider --randomly-seed=N).
-integration-random: setup tools  ## The integration tier in a random order (shows that no test depends on another's order)
+integration-random: setup tools  ## The integration tier, its modules in a random order (shows that no module depends on another; the tests in each keep their order)
 	$(PHASE) integration-random $(BIN)/pytest -o addopts=-rs $(INTEGRATION_ARGS) -m "not quiet"
 
 # Everything the tests run, built up front: the control plane's Go builds and the
@@ -111,8 +111,19 @@ node-components:  ## Build the offline kind node image's components (containerd,
 # two schedulers' images, each cached by a hash of its inputs (playbooks/images.yml).
 # Without an engine the kind tests are skipped, and so is this.
 images: setup tools  ## Build every offline image the kind tier runs, once, before the tests (a line per image)
+	@mkdir -p .cache
 	@if docker info >/dev/null 2>&1; then \
-	  $(PHASE) images env ANSIBLE_CALLBACKS_ENABLED=ansible.posix.profile_tasks $(BIN)/ansible-playbook playbooks/images.yml; \
+	  $(PHASE) images flock .cache/images.lock env ANSIBLE_CALLBACKS_ENABLED=ansible.posix.profile_tasks \
+	    $(BIN)/ansible-playbook playbooks/images.yml; \
+	else echo "[images] no Docker engine answers: no image to build (the kind tests will say they are skipped)"; fi
+
+# The images that need no Go build (the tag needs-go-builds marks the others), for
+# `make test` to build beside the Go builds; `make images` after it finds them built.
+images-debian: setup
+	@mkdir -p .cache
+	@if docker info >/dev/null 2>&1; then \
+	  $(PHASE) images-debian flock .cache/images.lock env ANSIBLE_CALLBACKS_ENABLED=ansible.posix.profile_tasks \
+	    $(BIN)/ansible-playbook playbooks/images.yml --skip-tags needs-go-builds; \
 	else echo "[images] no Docker engine answers: no image to build (the kind tests will say they are skipped)"; fi
 
 molecule: setup tools  ## molecule test on the real control plane (kwok)
@@ -135,7 +146,26 @@ node-image: setup  ## Build the offline kind node image (Kubernetes v1.34.4, kin
 kind-test: setup  ## molecule test -s kind: a real kind cluster, real containers (starts Docker if needed)
 	$(PHASE) molecule-kind scripts/test-kind.sh
 
-test: setup build lint sanity unit go-test integration molecule kind-test  ## Everything CI runs
+# Everything CI runs. First two jobs side by side: the builds (the Go tools and
+# node components, then the images), and beside them the images that need no Go
+# build (the Debian workload, extender and Prometheus images) followed by the
+# checks, which need no build at all (scan, lint, sanity, unit). A cold Go build
+# spends minutes waiting on the module proxy and on one link at a time; the
+# second job uses that time. Its output is held in .cache/beside-build.log and
+# printed whole when it ends, pass or fail, so the two do not interleave. The
+# two image runs take one lock (.cache/images.lock): the second to come finds
+# the first's images built. Then the tests that need the builds, in order.
+test: setup  ## Everything CI runs
+	$(MAKE) --no-print-directory -j2 build beside-build
+	$(MAKE) --no-print-directory go-test integration molecule kind-test
+
+checks: setup lint sanity unit  ## What needs no Go build and no image: the manifest scan, lint, sanity, unit
+
+beside-build: setup
+	@mkdir -p .cache
+	@$(MAKE) --no-print-directory -j1 images-debian checks > .cache/beside-build.log 2>&1; rc=$$?; \
+	  echo "[beside-build] the Debian images and the checks, held while the Go builds ran (exit $$rc):"; \
+	  cat .cache/beside-build.log; exit $$rc
 
 bench: setup  ## Placement benchmark (figures for the README)
 	$(SCRIPT_PATH) $(BIN)/python benchmarks/placement.py

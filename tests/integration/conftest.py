@@ -39,8 +39,30 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             # appends the group to `item._nodeid`, but pytest 9.2 reads node ids from
             # `item._id`, so every group was silently ignored and the tests spread one by one.
             item._id = coerce_node_id(f"{item.nodeid}@{group}")
+    # Within each module, the file's order: many modules are the steps of one scenario on one
+    # module-scoped cluster (a first run, then a second that must change nothing, then an app
+    # added, ...), so pytest-randomly (`make integration-random`, which reorders before this
+    # hook) shuffles the modules only: what it shows is that no module depends on another's
+    # order or leftovers, which is what the xdist groups rely on. In the random order of
+    # 2026-12-03, test_apps_role_kwok.py's fresh-cluster check ran after a real run and
+    # failed, as its steps must.
+    keep_each_modules_file_order(items)
     # Stable: within each part, the order collection (or pytest-randomly) gave.
     items.sort(key=lambda item: item.get_closest_marker("kind") is None)
+
+
+def keep_each_modules_file_order(items: list[pytest.Item]) -> None:
+    """Put each module's tests back in the order of its file, in the places its tests hold now."""
+    slots: dict[str, list[int]] = {}
+    for index, item in enumerate(items):
+        slots.setdefault(str(item.path), []).append(index)
+    placed = list(items)
+    for indices in slots.values():
+        # Line, then the node id: a parametrized test's cases share a line.
+        in_file_order = sorted((items[i] for i in indices), key=lambda item: (item.location[1] or 0, item.nodeid))
+        for index, item in zip(indices, in_file_order, strict=True):
+            placed[index] = item
+    items[:] = placed
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

@@ -1,13 +1,19 @@
-"""monitoring's pending.yml on a real API server (kwokctl, local binaries): a helm upgrade killed midway is rolled back.
+"""monitoring's pending.yml on a real API server (kwokctl, local binaries): a helm run killed midway is recovered.
 
-The pending-install branch is tested on kind (test_probe_kind.py). This is the
-pending-upgrade one, with the real helm: a one-ConfigMap chart is installed
-(revision 1, deployed), then upgraded to a version whose pre-upgrade hook is a
-Pod that never succeeds here (kwok runs no containers: the Pod stays Pending
-without a node, and kwok-controller would only ever make it Running). helm
-stores revision 2 as `pending-upgrade` before it runs the hooks and waits for
-the hook; it is killed (SIGKILL) while it waits. The task file then runs through
+Both branches, with the real helm, on a one-ConfigMap chart whose hook is a Pod
+that never succeeds here (kwok runs no containers: the Pod stays Pending without
+a node, and kwok-controller would only ever make it Running). helm stores the
+release as pending before it runs the hooks and waits for the hook; it is
+killed (SIGKILL) while it waits. The task file then runs through
 ansible-playbook, as chart.yml, offline.yml and probe_release.yml include it.
+
+- pending-upgrade: the chart is installed (revision 1, deployed), then upgraded
+  to a version with a pre-upgrade hook; the recovery rolls back to revision 1.
+- pending-install: the first install has a pre-install hook; the recovery
+  uninstalls the release, so the install that follows it in the role starts
+  clean. (This case ran on kind, killing a whole site.yml during the offline
+  chart's install, in the quiet CI step until 2026-12-03; the branch it tests
+  is this task file's, and kwok runs it in seconds instead of minutes.)
 """
 
 from __future__ import annotations
@@ -38,13 +44,13 @@ pytestmark = [
     pytest.mark.cluster,
     pytest.mark.skipif(bool(kwok.missing_tools()), reason=f"run `make tools` first: {kwok.missing_tools()} missing"),
     pytest.mark.skipif(not HELM.is_file(), reason=f"run `make tools` first: no helm in {HELM.parent}"),
-    # A cluster, an install, an upgrade killed midway and two playbook runs; about 15 s on a quiet machine.
+    # Per test: a cluster, a helm run killed midway and two playbook runs; about 11 s each on a quiet machine.
     pytest.mark.timeout(600),
 ]
 
 
-def write_chart(root: Path, version: str, hook: bool) -> Path:
-    """A chart of one ConfigMap; with `hook`, also a pre-upgrade hook Pod that never succeeds on kwok."""
+def write_chart(root: Path, version: str, hook: str = "") -> Path:
+    """A chart of one ConfigMap; with `hook` (pre-install, pre-upgrade), also a hook Pod that never succeeds on kwok."""
     chart = root / f"chart-{version}"
     (chart / "templates").mkdir(parents=True)
     (chart / "Chart.yaml").write_text(
@@ -62,8 +68,8 @@ def write_chart(root: Path, version: str, hook: bool) -> Path:
             "apiVersion": "v1",
             "kind": "Pod",
             "metadata": {
-                "name": "pending-probe-pre-upgrade",
-                "annotations": {"helm.sh/hook": "pre-upgrade", "helm.sh/hook-weight": "0"},
+                "name": f"pending-probe-{hook}",
+                "annotations": {"helm.sh/hook": hook, "helm.sh/hook-weight": "0"},
             },
             "spec": {
                 "restartPolicy": "Never",
@@ -96,17 +102,18 @@ def history(cluster: kwok.KwokCluster, env: dict[str, str]) -> list[dict[str, An
     return list(json.loads(proc.stdout))
 
 
-def upgrade_killed_while_pending(cluster: kwok.KwokCluster, env: dict[str, str], chart: Path, log: Path) -> str:
-    """`helm upgrade` to `chart`, SIGKILLed once `helm status` says pending-upgrade; returns what happened.
+def killed_while_pending(cluster: kwok.KwokCluster, env: dict[str, str], verb: str, chart: Path, log: Path) -> str:
+    """`helm <verb>` (install, upgrade) of `chart`, SIGKILLed once `helm status` says pending-<verb>.
 
-    helm is one process, started here: killing it is enough (kill_tree in
-    test_probe_kind.py is for ansible's setsid() workers, which this does not run).
+    Returns what happened. helm is one process, started here: killing it is enough.
+    (Killing a whole ansible-playbook run would not be: its worker processes call
+    setsid(), so helm is outside its process group; docs/reliability.md.)
     """
     with log.open("w") as out:
-        upgrade = subprocess.Popen(
+        run = subprocess.Popen(
             [
                 str(HELM),
-                "upgrade",
+                verb,
                 RELEASE,
                 str(chart),
                 "--namespace",
@@ -122,34 +129,57 @@ def upgrade_killed_while_pending(cluster: kwok.KwokCluster, env: dict[str, str],
         )
     try:
         deadline = time.monotonic() + 120
-        while upgrade.poll() is None and time.monotonic() < deadline:
-            if (status := release_status(cluster, env)) == "pending-upgrade":
-                upgrade.kill()
-                upgrade.wait()
+        while run.poll() is None and time.monotonic() < deadline:
+            if (status := release_status(cluster, env)) == f"pending-{verb}":
+                run.kill()
+                run.wait()
                 return f"killed {status}"
             time.sleep(0.5)
-        if upgrade.poll() is None:
-            return "timed out before the upgrade was seen pending"
+        if run.poll() is None:
+            return f"timed out before the {verb} was seen pending"
         return (
-            f"helm upgrade ended (exit {upgrade.returncode}) before it was seen pending: "
+            f"helm {verb} ended (exit {run.returncode}) before it was seen pending: "
             f"{release_status(cluster, env)!r}; {log.read_text()[-2000:]}"
         )
     finally:
-        if upgrade.poll() is None:
-            upgrade.kill()
-            upgrade.wait()
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+
+
+def helm_env(tmp_path: Path) -> dict[str, str]:
+    """helm's own folders in tmp_path: nothing of the user's helm is read or written."""
+    return {
+        **os.environ,
+        "PATH": f"{HELM.parent}{os.pathsep}{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        **{f"HELM_{kind}_HOME": str(tmp_path / "helm" / kind.lower()) for kind in ("CACHE", "CONFIG", "DATA")},
+    }
+
+
+def recovery_variables(cluster: kwok.KwokCluster) -> dict[str, Any]:
+    return {
+        "cluster_kubeconfig": str(cluster.kubeconfig),
+        "cluster_context": f"kwok-{cluster.name}",
+        "monitoring_namespace": NAMESPACE,
+        "monitoring_pending_release_name": RELEASE,
+        "monitoring_wait_timeout": "2m",
+    }
+
+
+def wait_for_default_service_account(cluster: kwok.KwokCluster) -> None:
+    """A hook Pod is admitted only once the namespace's default ServiceAccount exists."""
+    core = cluster.api()
+    kwok.wait_for(
+        f"the {NAMESPACE} namespace's default ServiceAccount",
+        lambda: core.list_namespaced_service_account(NAMESPACE, field_selector="metadata.name=default").items,
+    )
 
 
 def test_a_helm_upgrade_killed_midway_is_rolled_back_to_its_last_deployed_revision_then_left_alone(
     tmp_path: Path,
 ) -> None:
     cluster = kwok.KwokCluster(name=f"helm-pending-{kwok.free_port()}", workdir=tmp_path / "kwok")
-    # helm's own folders in tmp_path: nothing of the user's helm is read or written.
-    env = {
-        **os.environ,
-        "PATH": f"{HELM.parent}{os.pathsep}{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-        **{f"HELM_{kind}_HOME": str(tmp_path / "helm" / kind.lower()) for kind in ("CACHE", "CONFIG", "DATA")},
-    }
+    env = helm_env(tmp_path)
     cluster.create()
     try:
         installed = helm(
@@ -157,33 +187,22 @@ def test_a_helm_upgrade_killed_midway_is_rolled_back_to_its_last_deployed_revisi
             env,
             "install",
             RELEASE,
-            str(write_chart(tmp_path, "1.0.0", hook=False)),
+            str(write_chart(tmp_path, "1.0.0")),
             "--create-namespace",
             "--wait",
         )
         assert installed.returncode == 0, installed.stderr
-        # The hook Pod is admitted only once the namespace's default ServiceAccount exists.
-        core = cluster.api()
-        kwok.wait_for(
-            f"the {NAMESPACE} namespace's default ServiceAccount",
-            lambda: core.list_namespaced_service_account(NAMESPACE, field_selector="metadata.name=default").items,
-        )
+        wait_for_default_service_account(cluster)
 
-        killed = upgrade_killed_while_pending(
-            cluster, env, write_chart(tmp_path, "2.0.0", hook=True), tmp_path / "killed-upgrade.log"
+        killed = killed_while_pending(
+            cluster, env, "upgrade", write_chart(tmp_path, "2.0.0", "pre-upgrade"), tmp_path / "killed-upgrade.log"
         )
         assert killed == "killed pending-upgrade"
         before = [(r["revision"], r["status"]) for r in history(cluster, env)]
         assert before == [(1, "deployed"), (2, "pending-upgrade")]
 
         plays = role_play("monitoring", "pending")
-        variables = {
-            "cluster_kubeconfig": str(cluster.kubeconfig),
-            "cluster_context": f"kwok-{cluster.name}",
-            "monitoring_namespace": NAMESPACE,
-            "monitoring_pending_release_name": RELEASE,
-            "monitoring_wait_timeout": "2m",
-        }
+        variables = recovery_variables(cluster)
         recovered = run_playbook(tmp_path, plays, variables, env=env)
         assert recovered.returncode == 0, recovered.failures()
         assert any(RECOVERY in line for line in recovered.messages()), recovered.messages()
@@ -200,5 +219,44 @@ def test_a_helm_upgrade_killed_midway_is_rolled_back_to_its_last_deployed_revisi
         assert again.stats["changed"] == 0, again.stats
         assert not any("interrupted run" in line for line in again.messages()), again.messages()
         assert len(history(cluster, env)) == 3
+    finally:
+        cluster.delete()
+
+
+def test_a_helm_install_killed_midway_is_uninstalled_so_the_install_starts_clean_then_left_alone(
+    tmp_path: Path,
+) -> None:
+    cluster = kwok.KwokCluster(name=f"helm-pending-{kwok.free_port()}", workdir=tmp_path / "kwok")
+    env = helm_env(tmp_path)
+    cluster.create()
+    try:
+        core = cluster.api()
+        core.create_namespace({"metadata": {"name": NAMESPACE}})
+        wait_for_default_service_account(cluster)
+        killed = killed_while_pending(
+            cluster, env, "install", write_chart(tmp_path, "1.0.0", "pre-install"), tmp_path / "killed-install.log"
+        )
+        assert killed == "killed pending-install"
+        assert [(r["revision"], r["status"]) for r in history(cluster, env)] == [(1, "pending-install")]
+
+        plays = role_play("monitoring", "pending")
+        variables = recovery_variables(cluster)
+        recovered = run_playbook(tmp_path, plays, variables, env=env)
+        assert recovered.returncode == 0, recovered.failures()
+        line = (
+            f"monitoring: release {NAMESPACE}/{RELEASE} was left pending-install by an interrupted run: "
+            "uninstalling it, then installing again."
+        )
+        assert line in recovered.messages(), recovered.messages()
+        assert recovered.results("Roll the release back to its last deployed revision")[0].get("skipped")
+        assert recovered.stats["changed"] == 1, recovered.stats
+        # Gone, history and all: the role's install that follows is a first install.
+        assert release_status(cluster, env) == ""
+        assert helm(cluster, env, "history", RELEASE).returncode != 0
+
+        again = run_playbook(tmp_path, plays, variables, env=env)
+        assert again.returncode == 0, again.failures()
+        assert again.stats["changed"] == 0, again.stats
+        assert not any("interrupted run" in line for line in again.messages()), again.messages()
     finally:
         cluster.delete()
