@@ -22,6 +22,7 @@ import json
 import os
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ import pytest
 import yaml
 
 from tests.support import kwok
-from tests.support.playbook_json import VENV_BIN, role_play, run_playbook
+from tests.support.playbook_json import VENV_BIN, PlaybookRun, role_play, run_playbook
 from tests.support.tools import tools_bin
 
 HELM = tools_bin() / "helm"
@@ -175,88 +176,93 @@ def wait_for_default_service_account(cluster: kwok.KwokCluster) -> None:
     )
 
 
-def test_a_helm_upgrade_killed_midway_is_rolled_back_to_its_last_deployed_revision_then_left_alone(
-    tmp_path: Path,
-) -> None:
+def recovery_then_a_second_run(
+    tmp_path: Path, cluster: kwok.KwokCluster, env: dict[str, str]
+) -> PlaybookRun:
+    """pending.yml through ansible-playbook, then once more; returns the first run (the recovery).
+
+    The second must find nothing pending: changed=0 and no recovery line. So what a
+    test asserts on the cluster afterwards holds after both runs.
+    """
+    plays = role_play("monitoring", "pending")
+    variables = recovery_variables(cluster)
+    recovered = run_playbook(tmp_path, plays, variables, env=env)
+    assert recovered.returncode == 0, recovered.failures()
+    again = run_playbook(tmp_path, plays, variables, env=env)
+    assert again.returncode == 0, again.failures()
+    assert again.stats["changed"] == 0, again.stats
+    assert not any("interrupted run" in line for line in again.messages()), again.messages()
+    return recovered
+
+
+@pytest.fixture
+def helm_cluster(tmp_path: Path) -> Iterator[tuple[kwok.KwokCluster, dict[str, str]]]:
+    """A kwok cluster of the test's own and helm's environment; the cluster is deleted after the test."""
     cluster = kwok.KwokCluster(name=f"helm-pending-{kwok.free_port()}", workdir=tmp_path / "kwok")
-    env = helm_env(tmp_path)
     cluster.create()
     try:
-        installed = helm(
-            cluster,
-            env,
-            "install",
-            RELEASE,
-            str(write_chart(tmp_path, "1.0.0")),
-            "--create-namespace",
-            "--wait",
-        )
-        assert installed.returncode == 0, installed.stderr
-        wait_for_default_service_account(cluster)
-
-        killed = killed_while_pending(
-            cluster, env, "upgrade", write_chart(tmp_path, "2.0.0", "pre-upgrade"), tmp_path / "killed-upgrade.log"
-        )
-        assert killed == "killed pending-upgrade"
-        before = [(r["revision"], r["status"]) for r in history(cluster, env)]
-        assert before == [(1, "deployed"), (2, "pending-upgrade")]
-
-        plays = role_play("monitoring", "pending")
-        variables = recovery_variables(cluster)
-        recovered = run_playbook(tmp_path, plays, variables, env=env)
-        assert recovered.returncode == 0, recovered.failures()
-        assert any(RECOVERY in line for line in recovered.messages()), recovered.messages()
-        assert recovered.stats["changed"] == 1, recovered.stats
-        assert recovered.results("Uninstall the release whose install never finished")[0].get("skipped")
-        assert release_status(cluster, env) == "deployed"
-        revisions = history(cluster, env)
-        assert revisions[-1]["revision"] == 3, revisions
-        assert revisions[-1]["status"] == "deployed", revisions
-        assert revisions[-1]["description"] == "Rollback to 1", revisions
-
-        again = run_playbook(tmp_path, plays, variables, env=env)
-        assert again.returncode == 0, again.failures()
-        assert again.stats["changed"] == 0, again.stats
-        assert not any("interrupted run" in line for line in again.messages()), again.messages()
-        assert len(history(cluster, env)) == 3
+        yield cluster, helm_env(tmp_path)
     finally:
         cluster.delete()
+
+
+def test_a_helm_upgrade_killed_midway_is_rolled_back_to_its_last_deployed_revision_then_left_alone(
+    tmp_path: Path, helm_cluster: tuple[kwok.KwokCluster, dict[str, str]]
+) -> None:
+    cluster, env = helm_cluster
+    installed = helm(
+        cluster,
+        env,
+        "install",
+        RELEASE,
+        str(write_chart(tmp_path, "1.0.0")),
+        "--create-namespace",
+        "--wait",
+    )
+    assert installed.returncode == 0, installed.stderr
+    wait_for_default_service_account(cluster)
+
+    killed = killed_while_pending(
+        cluster, env, "upgrade", write_chart(tmp_path, "2.0.0", "pre-upgrade"), tmp_path / "killed-upgrade.log"
+    )
+    assert killed == "killed pending-upgrade"
+    before = [(r["revision"], r["status"]) for r in history(cluster, env)]
+    assert before == [(1, "deployed"), (2, "pending-upgrade")]
+
+    recovered = recovery_then_a_second_run(tmp_path, cluster, env)
+    assert any(RECOVERY in line for line in recovered.messages()), recovered.messages()
+    assert recovered.stats["changed"] == 1, recovered.stats
+    assert recovered.results("Uninstall the release whose install never finished")[0].get("skipped")
+    assert release_status(cluster, env) == "deployed"
+    revisions = history(cluster, env)
+    assert revisions[-1]["revision"] == 3, revisions
+    assert revisions[-1]["status"] == "deployed", revisions
+    assert revisions[-1]["description"] == "Rollback to 1", revisions
+    # The second run left the history as the recovery made it.
+    assert len(history(cluster, env)) == 3
 
 
 def test_a_helm_install_killed_midway_is_uninstalled_so_the_install_starts_clean_then_left_alone(
-    tmp_path: Path,
+    tmp_path: Path, helm_cluster: tuple[kwok.KwokCluster, dict[str, str]]
 ) -> None:
-    cluster = kwok.KwokCluster(name=f"helm-pending-{kwok.free_port()}", workdir=tmp_path / "kwok")
-    env = helm_env(tmp_path)
-    cluster.create()
-    try:
-        core = cluster.api()
-        core.create_namespace({"metadata": {"name": NAMESPACE}})
-        wait_for_default_service_account(cluster)
-        killed = killed_while_pending(
-            cluster, env, "install", write_chart(tmp_path, "1.0.0", "pre-install"), tmp_path / "killed-install.log"
-        )
-        assert killed == "killed pending-install"
-        assert [(r["revision"], r["status"]) for r in history(cluster, env)] == [(1, "pending-install")]
+    cluster, env = helm_cluster
+    core = cluster.api()
+    core.create_namespace({"metadata": {"name": NAMESPACE}})
+    wait_for_default_service_account(cluster)
+    killed = killed_while_pending(
+        cluster, env, "install", write_chart(tmp_path, "1.0.0", "pre-install"), tmp_path / "killed-install.log"
+    )
+    assert killed == "killed pending-install"
+    assert [(r["revision"], r["status"]) for r in history(cluster, env)] == [(1, "pending-install")]
 
-        plays = role_play("monitoring", "pending")
-        variables = recovery_variables(cluster)
-        recovered = run_playbook(tmp_path, plays, variables, env=env)
-        assert recovered.returncode == 0, recovered.failures()
-        line = (
-            f"monitoring: release {NAMESPACE}/{RELEASE} was left pending-install by an interrupted run: "
-            "uninstalling it, then installing again."
-        )
-        assert line in recovered.messages(), recovered.messages()
-        assert recovered.results("Roll the release back to its last deployed revision")[0].get("skipped")
-        assert recovered.stats["changed"] == 1, recovered.stats
-        # Gone, history and all: the role's install that follows is a first install.
-        assert release_status(cluster, env) == ""
-        assert helm(cluster, env, "history", RELEASE).returncode != 0
-
-        again = run_playbook(tmp_path, plays, variables, env=env)
-        assert again.returncode == 0, again.failures()
-        assert again.stats["changed"] == 0, again.stats
-        assert not any("interrupted run" in line for line in again.messages()), again.messages()
-    finally:
-        cluster.delete()
+    recovered = recovery_then_a_second_run(tmp_path, cluster, env)
+    line = (
+        f"monitoring: release {NAMESPACE}/{RELEASE} was left pending-install by an interrupted run: "
+        "uninstalling it, then installing again."
+    )
+    assert line in recovered.messages(), recovered.messages()
+    assert recovered.results("Roll the release back to its last deployed revision")[0].get("skipped")
+    assert recovered.stats["changed"] == 1, recovered.stats
+    # Gone, history and all: the role's install that follows is a first install.
+    assert release_status(cluster, env) == ""
+    assert helm(cluster, env, "history", RELEASE).returncode != 0
