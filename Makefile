@@ -111,19 +111,18 @@ node-components:  ## Build the offline kind node image's components (containerd,
 # two schedulers' images, each cached by a hash of its inputs (playbooks/images.yml).
 # Without an engine the kind tests are skipped, and so is this.
 images: setup tools  ## Build every offline image the kind tier runs, once, before the tests (a line per image)
-	@mkdir -p .cache
-	@if docker info >/dev/null 2>&1; then \
-	  $(PHASE) images flock .cache/images.lock env ANSIBLE_CALLBACKS_ENABLED=ansible.posix.profile_tasks \
-	    $(BIN)/ansible-playbook playbooks/images.yml; \
-	else echo "[images] no Docker engine answers: no image to build (the kind tests will say they are skipped)"; fi
+	$(call images_playbook,images)
 
 # The images that need no Go build (the tag needs-go-builds marks the others), for
 # `make test` to build beside the Go builds; `make images` after it finds them built.
 images-debian: setup
-	@mkdir -p .cache
-	@if docker info >/dev/null 2>&1; then \
-	  $(PHASE) images-debian flock .cache/images.lock env ANSIBLE_CALLBACKS_ENABLED=ansible.posix.profile_tasks \
-	    $(BIN)/ansible-playbook playbooks/images.yml --skip-tags needs-go-builds; \
+	$(call images_playbook,images-debian,--skip-tags needs-go-builds)
+
+# $(call images_playbook,PHASE[,ARGS]): playbooks/images.yml as phase PHASE, under the
+# one images lock, or the line saying why nothing is built where no engine answers.
+images_playbook = @mkdir -p .cache; if docker info >/dev/null 2>&1; then \
+	  $(PHASE) $(1) flock .cache/images.lock env ANSIBLE_CALLBACKS_ENABLED=ansible.posix.profile_tasks \
+	    $(BIN)/ansible-playbook playbooks/images.yml $(2); \
 	else echo "[images] no Docker engine answers: no image to build (the kind tests will say they are skipped)"; fi
 
 molecule: setup tools  ## molecule test on the real control plane (kwok)
@@ -149,9 +148,10 @@ kind-test: setup  ## molecule test -s kind: a real kind cluster, real containers
 # Everything CI runs. First two jobs side by side: the builds (the Go tools and
 # node components, then the images), and beside them the images that need no Go
 # build (the Debian workload, extender and Prometheus images) followed by the
-# checks, which need no build at all (scan, lint, sanity, unit). A cold Go build
-# spends minutes waiting on the module proxy and on one link at a time; the
-# second job uses that time. Its output is held in .cache/beside-build.log and
+# checks, which need no build at all (scan, lint, sanity, unit). Measured cold
+# (2026-12-03): the cores were already busy through the Go builds (vmstat: 0%
+# idle), so this saves only what the builds waited, about 1 min 20 s before the
+# first test; docs/ci.md. Its output is held in .cache/beside-build.log and
 # printed whole when it ends, pass or fail, so the two do not interleave. The
 # two image runs take one lock (.cache/images.lock): the second to come finds
 # the first's images built. Then the tests that need the builds, in order.
