@@ -20,6 +20,7 @@ integration tier's largest.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 from collections import Counter
@@ -263,15 +264,28 @@ def write_lease(cluster: Cluster, namespace: str, holder: str, renewed: datetime
     cluster.leases.create_namespaced_lease(namespace, body)
 
 
+def ages(message: str, what: str) -> int:
+    """The seconds in "<what> 6 min 9 s ago" (or "42 s ago") of a lock refusal."""
+    found = re.search(rf"{what} (?:(\d+) min )?(\d+) s ago", message)
+    assert found, f"no '{what} ... ago' in {message!r}"
+    return int(found[1] or 0) * 60 + int(found[2])
+
+
 def test_a_dead_runs_lock_blocks_until_broken_or_expired(cluster: Cluster) -> None:
     ns = "lock-dead"
     cluster.core.create_namespace({"metadata": {"name": ns}})
     now = datetime.now(UTC)
     write_lease(cluster, ns, "ghost@gone run dead0001", now, 3600)
     blocked = cluster.site(PLAN_A, apps_namespace=ns)
+    waited = (datetime.now(UTC) - now).total_seconds()
     assert blocked.returncode != 0
     [refused] = [r for r in blocked.results("Stop when another run holds the lock") if r.get("failed")]
-    assert "is held by ghost@gone run dead0001, acquired 5 min " in refused["msg"]
+    assert "is held by ghost@gone run dead0001, acquired " in refused["msg"]
+    # Acquired 5 min before it was renewed, renewed when the test wrote it: the ages the run read lie between
+    # those and those plus the run's own length (a minute or more on a loaded host), 5 min apart.
+    acquired, renewed = ages(refused["msg"], "acquired"), ages(refused["msg"], "renewed")
+    assert 0 <= renewed <= waited + 1, (renewed, waited, refused["msg"])
+    assert acquired - renewed in (299, 300, 301), refused["msg"]
     assert cluster.deployments(ns) == {}
     assert holder_of(cluster, ns) == "ghost@gone run dead0001", "a refused run released someone else's lock"
 
