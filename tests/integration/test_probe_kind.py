@@ -66,8 +66,7 @@ pytestmark = [
     pytest.mark.kind,
     # Its figures are the machine's load as much as the stressor's: measured with nothing else running.
     pytest.mark.quiet,
-    # The module's fixture makes the cluster and measures: one budget for both, above pyproject's per-test 1200 s.
-    pytest.mark.timeout(2400),
+    # Its fixture makes the cluster and measures: the kind budget (conftest's KIND_TIMEOUT) covers both.
     pytest.mark.skipif(not docker_answers(), reason="no Docker engine answers (`docker info`): kind cannot run"),
     pytest.mark.skipif(not (TOOLS_BIN / "kind").exists(), reason="no kind in .cache/bin: run `make tools` first"),
 ]
