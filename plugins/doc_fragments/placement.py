@@ -62,3 +62,29 @@ options:
     type: float
     default: 1.0
 """
+
+    SHARING = r"""
+options:
+  sharing:
+    description:
+      - What nodes share. Nodes with the same value of the node label O(sharing.label) form a group (a host, a
+        hypervisor, a NUMA node), and O(sharing.pressures) gives, per resource, the share from V(0) to V(1) of the
+        same-node interference that two replicas on different nodes of one group still cause.
+      - Two replicas with profiles p and q then score the sum over resources r of p_r q_r share_r, where share_r is
+        1 on one node, O(sharing.pressures) across nodes of one group and 0 across groups. Without it (or with every
+        share 0) plans are the same as without the option.
+      - The report then adds C(sharing), C(cross_node_interference) (the part of C(total_interference) from pairs on
+        different nodes) and C(cross_node_pairs) (the worst of them, with their group and nodes).
+      - Measure the shares on the cluster with C(playbooks/isolation.yml) (its report's "Shares across workers",
+        docs/monitoring.md). The scheduler extender and plugins do not read this option (docs/architecture.md).
+    type: dict
+    suboptions:
+      label:
+        description: The node label whose value names the group.
+        type: str
+        required: true
+      pressures:
+        description: Resource (V(cpu), V(memory_bandwidth), V(llc), V(disk_io), V(network_io)) to its share, 0 to 1.
+        type: dict
+        default: {}
+"""

@@ -34,6 +34,7 @@ extends_documentation_fragment:
   - interference.orchestrator.placement
   - interference.orchestrator.placement.strict
   - interference.orchestrator.placement.search_effort
+  - interference.orchestrator.placement.sharing
 """
 
 EXAMPLES = r"""
@@ -76,11 +77,12 @@ def place(
     strict: bool = False,
     *,
     search_effort: float = 1.0,
+    sharing: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Return the apps, in order, each with `nodes` (one node name per replica)."""
     plan = run_engine(
         compute_placement, apps, nodes, previous=previous, rebalance=rebalance, strict=strict,
-        search_effort=search_effort,
+        search_effort=search_effort, sharing=sharing,
     )
     return placed_apps(apps, plan)
 

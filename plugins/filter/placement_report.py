@@ -20,6 +20,7 @@ positional: nodes
 extends_documentation_fragment:
   - interference.orchestrator.placement
   - interference.orchestrator.placement.search_effort
+  - interference.orchestrator.placement.sharing
 """
 
 EXAMPLES = r"""
@@ -39,7 +40,9 @@ _value:
   type: dict
   contains:
     total_interference:
-      description: Sum over nodes of the interference of every pair of replicas there (score, no unit).
+      description:
+        - Sum over nodes of the interference of every pair of replicas there (score, no unit), plus with O(sharing)
+          the pairs on different nodes of one group.
       type: float
     lower_bound:
       description: No feasible plan scores below this.
@@ -86,6 +89,23 @@ _value:
     warning:
       description: The sentence naming colliding apps, or null for an interference-free plan.
       type: str
+    sharing:
+      description: With O(sharing) only, the label and the non-zero shares the plan was made with.
+      type: dict
+    cross_node_interference:
+      description:
+        - With O(sharing) only. The part of RV(_value.total_interference) from pairs of replicas on different nodes
+          of one group; the per-node figures and RV(_value.pairs) hold the rest.
+      type: float
+    cross_node_pairs:
+      description:
+        - With O(sharing) only. The 20 worst pairs of apps on different nodes of one group, worst first, with
+          C(group) (the label's value), C(nodes), C(apps) and C(score).
+      type: list
+      elements: dict
+    cross_node_pairs_not_listed:
+      description: With O(sharing) only. How many cross-node pairs are not in RV(_value.cross_node_pairs).
+      type: int
 """
 
 
@@ -95,10 +115,13 @@ def placement_report(
     previous: dict[str, Any] | None = None,
     rebalance: bool = False,
     search_effort: float = 1.0,
+    *,
+    sharing: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Return the report of the plan `place` computes for the same input."""
     return run_engine(
-        compute_placement, apps, nodes, previous=previous, rebalance=rebalance, search_effort=search_effort
+        compute_placement, apps, nodes, previous=previous, rebalance=rebalance, search_effort=search_effort,
+        sharing=sharing,
     ).report()
 
 

@@ -29,6 +29,7 @@ positional: nodes
 extends_documentation_fragment:
   - interference.orchestrator.placement
   - interference.orchestrator.placement.strict
+  - interference.orchestrator.placement.sharing
 options:
   _input:
     description: The apps, as for P(interference.orchestrator.place#filter); C(scheduler=extender) leaves an app to
@@ -101,10 +102,12 @@ def plan_apps(
     strict: bool = False,
     *,
     deployment: dict[str, Any] | None = None,
+    sharing: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Return {apps, report} (and `manifests` given `deployment`) for one run of the apps role."""
     plan = run_engine(
-        compute_plan, apps, nodes, previous=previous, rebalance=rebalance, strict=strict, deployment=deployment
+        compute_plan, apps, nodes, previous=previous, rebalance=rebalance, strict=strict, deployment=deployment,
+        sharing=sharing,
     )
     return plan
 

@@ -24,6 +24,7 @@ from .errors import AppInputError, InterferenceError
 from .manifests import deployments, parse_settings
 from .model import App, normalised_item, parse_apps, parse_flag, parse_nodes
 from .placement import plan_placement
+from .sharing import parse_sharing
 
 
 def _facts(item: dict[str, Any], app: App, nodes: list[str] | None) -> dict[str, Any]:
@@ -53,7 +54,7 @@ def _facts(item: dict[str, Any], app: App, nodes: list[str] | None) -> dict[str,
 
 def plan_apps(
     items: object, nodes: object, previous: object = None, rebalance: object = False, strict: object = False, *,
-    deployment: object = None,
+    deployment: object = None, sharing: object = None,
 ) -> dict[str, Any]:
     """Check every app, place the pinned ones, and return the plan with its report.
 
@@ -70,6 +71,7 @@ def plan_apps(
     apps (an empty plan when none). With `deployment`, the role's settings
     (manifests.SETTINGS_FIELDS), the result also holds `manifests`: one
     Deployment per app, in the order of `apps` (manifests.deployments).
+    `sharing` is placement.place's: what nodes share (sharing.py).
 
     Raises AppInputError / NodeInputError, UnschedulableError, and in strict
     mode InterferenceError, as `placement.place` does.
@@ -88,6 +90,7 @@ def plan_apps(
             node_list,
             previous=previous,
             rebalance=rebalance,
+            sharing=parse_sharing(sharing),
         )
     except AppInputError as exc:
         index = None if exc.index is None else pinned[exc.index].index

@@ -85,7 +85,9 @@ def _balanced_square_sum(count: int, bins: int) -> int:
     return remainder * (quotient + 1) ** 2 + (bins - remainder) * quotient**2
 
 
-def interference_lower_bound(profiles: Sequence[Profile], node_count: int) -> float:
+def interference_lower_bound(
+    profiles: Sequence[Profile], node_count: int, group_count: int = 0
+) -> float:
     """A lower bound on total interference for these replicas on `node_count` nodes.
 
     It relaxes every constraint (capacity, selectors, pins, previous placement),
@@ -95,19 +97,24 @@ def interference_lower_bound(profiles: Sequence[Profile], node_count: int) -> fl
     dimension has the same pressure v (the seed's one-hot types), the exact
     minimum is v^2 times the balanced-count sum, which the engine reaches when
     capacity does not bind.
+
+    Profiles extended by sharing.py carry group coordinates after the
+    PRESSURE_DIMENSIONS ones: those are summed per group, so their bins are
+    the `group_count` groups (a node alone counts as one).
     """
     if node_count <= 0 or not profiles:
         return 0.0
     squares_sum = 0.0
-    for dim in range(len(PRESSURE_DIMENSIONS)):
+    for dim in range(len(profiles[0])):
         values = [p[dim] for p in profiles if p[dim] > 0]
         if not values:
             continue
+        bins = node_count if dim < len(PRESSURE_DIMENSIONS) else max(1, group_count)
         total = sum(values)
         own = sum(v * v for v in values)
-        bound = max(total * total / node_count, own)
+        bound = max(total * total / bins, own)
         if max(values) - min(values) <= EPSILON:
-            bound = max(bound, values[0] ** 2 * _balanced_square_sum(len(values), node_count))
+            bound = max(bound, values[0] ** 2 * _balanced_square_sum(len(values), bins))
         squares_sum += bound
     self_sum = sum(dot(p, p) for p in profiles)
     return max(0.0, (squares_sum - self_sum) / 2)

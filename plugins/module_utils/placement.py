@@ -62,7 +62,7 @@ from typing import Any
 
 from .errors import AppInputError, InputError, InterferenceError
 from .feasibility import static_reject_reason, unschedulable_message
-from .interference import EPSILON, Profile, dot, interference_lower_bound, pair_reason
+from .interference import EPSILON, PRESSURE_DIMENSIONS, Profile, dot, interference_lower_bound, pair_reason
 from .model import App, Node, parse_apps, parse_flag, parse_nodes
 from .schema import got, shown, untolerated
 from .search import (
@@ -73,6 +73,7 @@ from .search import (
     sparse,
     sum_interference,
 )
+from .sharing import NO_SHARING, Sharing, parse_sharing, sharing_score
 
 __all__ = [
     "Collisions", "Plan", "anneal_budget", "check_search_effort", "find_collisions", "place", "placed_apps",
@@ -101,6 +102,7 @@ class Plan:
     method: str
     kept: list[str] = field(default_factory=list)
     moved: list[dict[str, Any]] = field(default_factory=list)
+    sharing: Sharing = NO_SHARING
 
     def node_names(self, app_index: int) -> list[str]:
         """Node name of each replica of one app, in replica order."""
@@ -111,6 +113,11 @@ class Plan:
         """Who interferes with whom, computed once per plan in time linear in the pods (see Collisions)."""
         return find_collisions(self.apps, self.nodes, self.assignment)
 
+    @functools.cached_property
+    def cross_node(self) -> dict[str, Any]:
+        """The part of the score from pairs on different nodes of one shared group (sharing.py)."""
+        return sharing_score(self.apps, self.nodes, self.assignment, self.sharing)
+
     def interfering_pairs(self) -> list[dict[str, Any]]:
         """The PAIRS_LISTED worst pairs of apps sharing a node, worst first (collisions().pair_count counts all)."""
         return self.collisions.pairs
@@ -120,10 +127,16 @@ class Plan:
         if self.total_interference <= EPSILON:
             return None
         found = self.collisions
-        shown = "; ".join(
+        listed = [
             f"{p['apps'][0]} and {p['apps'][1]} share {p['node']} ({p['reason']})"
             for p in found.pairs[:PAIRS_IN_WARNING]
-        )
+        ]
+        crossing = self.cross_node["pairs"][: max(0, PAIRS_IN_WARNING - len(listed))]
+        listed += [
+            f"{p['apps'][0]} and {p['apps'][1]} share {self.sharing.label}={p['group']} across {', '.join(p['nodes'])}"
+            for p in crossing
+        ]
+        shown = "; ".join(listed)
         rest = found.pair_count - min(len(found.pairs), PAIRS_IN_WARNING)
         more = f"; and {rest:,} more pairs" if rest > 0 else ""
         if self.lower_bound > EPSILON or self.proven_optimal:
@@ -186,8 +199,26 @@ class Plan:
             "pairs_not_listed": found.pair_count - len(found.pairs),
             "kept": list(self.kept),
             "moved": list(self.moved),
+            **self._cross_node_report(),
             "warning": self.warning(),
             "left_out": left_out(self.apps, self.nodes, self.assignment),
+        }
+
+
+    def _cross_node_report(self) -> dict[str, Any]:
+        """The report's cross-node keys, present only when the plan was made with sharing."""
+        if not self.sharing.shared_dims:
+            return {}
+        cross = self.cross_node
+        return {
+            "sharing": {
+                "label": self.sharing.label,
+                "pressures": {dim: self.sharing.shares[dim_index] for dim_index, dim in enumerate(PRESSURE_DIMENSIONS)
+                              if self.sharing.shares[dim_index] > EPSILON},
+            },
+            "cross_node_interference": round(cross["total"], 6),
+            "cross_node_pairs": cross["pairs"],
+            "cross_node_pairs_not_listed": cross["pairs_not_listed"],
         }
 
 
@@ -427,17 +458,18 @@ def check_search_effort(search_effort: object) -> float:
 
 def plan_placement(
     apps: list[App], nodes: list[Node], previous: object = None, rebalance: bool = False,
-    search_effort: float = 1.0,
+    search_effort: float = 1.0, *, sharing: Sharing = NO_SHARING,
 ) -> Plan:
     """Compute the placement of validated apps on validated nodes (see module doc).
 
     `search_effort` scales the annealing budget (0 turns it off; 1 is the
-    default; 10 searches ten times as long).
+    default; 10 searches ten times as long). `sharing` (sharing.py) makes
+    pairs on different nodes of one group count too.
     """
     search_effort = check_search_effort(search_effort)
     _check_pins(apps, nodes)
     previous_nodes = {} if rebalance else _previous_nodes(previous, apps, nodes)
-    engine = _Engine(apps, nodes)
+    engine = _Engine(apps, nodes, sharing)
     state = engine.state
     assignment: list[list[int]] = [[] for _ in apps]
     kept: list[str] = []
@@ -461,8 +493,8 @@ def plan_placement(
     for app in sorted(apps, key=lambda a: _placement_order(engine, a)):
         free.extend([app.index] * (app.replicas - len(assignment[app.index])))
 
-    all_profiles = [app.profile for app in apps for _ in range(app.replicas)]
-    lower_bound = interference_lower_bound(all_profiles, len(nodes))
+    all_profiles = [engine.vectors[app.index] for app in apps for _ in range(app.replicas)]
+    lower_bound = interference_lower_bound(all_profiles, len(nodes), len(set(state.group)))
 
     failure = engine.greedy(free, assignment)
     method = "greedy"
@@ -487,7 +519,7 @@ def plan_placement(
         for app_index, replicas in enumerate(assignment):
             for node_index in replicas[len(fixed[app_index]):]:
                 state.remove(apps[app_index], node_index)
-        incumbent = sum_interference(apps, assignment) if failure is None else math.inf
+        incumbent = sum_interference(apps, assignment, sharing, nodes) if failure is None else math.inf
         finished, choice = engine.exact(free, incumbent)
         if choice is not None:
             assignment = [list(replicas) for replicas in fixed]
@@ -507,7 +539,7 @@ def plan_placement(
         replicas[len(fixed[app_index]):] = sorted(replicas[len(fixed[app_index]):])
     for entry in moved:
         entry["to"] = [nodes[n].name for n in assignment[apps_by_name[entry["app"]]]]
-    total = sum_interference(apps, assignment)
+    total = sum_interference(apps, assignment, sharing, nodes)
     return Plan(
         apps=apps,
         nodes=nodes,
@@ -518,17 +550,19 @@ def plan_placement(
         method=method,
         kept=kept,
         moved=moved,
+        sharing=sharing,
     )
 
 
 def place(
     apps: object, nodes: object, previous: object = None, rebalance: object = False, strict: object = False, *,
-    search_effort: object = 1.0,
+    search_effort: object = 1.0, sharing: object = None,
 ) -> Plan:
     """Validate raw apps and nodes (plain data) and compute their placement.
 
     `search_effort` (0 to 100, default 1) trades time for plan quality: it
-    multiplies the annealing's move budget (see plan_placement).
+    multiplies the annealing's move budget (see plan_placement). `sharing`
+    ({label, pressures}, sharing.py) says which nodes share what.
 
     Raises AppInputError / NodeInputError on bad input, UnschedulableError when
     an app fits no node, and InterferenceError in strict mode when the plan
@@ -538,7 +572,8 @@ def place(
     node_list = parse_nodes(nodes)
     effort = check_search_effort(search_effort)
     plan = plan_placement(
-        app_list, node_list, previous=previous, rebalance=parse_flag(rebalance, "rebalance"), search_effort=effort
+        app_list, node_list, previous=previous, rebalance=parse_flag(rebalance, "rebalance"), search_effort=effort,
+        sharing=parse_sharing(sharing),
     )
     if parse_flag(strict, "strict"):
         warning = plan.warning()

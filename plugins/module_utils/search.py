@@ -19,8 +19,9 @@ from typing import Any
 
 from .errors import UnschedulableError
 from .feasibility import CPU, FITS, MEMORY, Feasibility, unschedulable_message
-from .interference import EPSILON, Profile, dot
+from .interference import EPSILON, PRESSURE_DIMENSIONS, Profile, dot
 from .model import App, Node
+from .sharing import NO_SHARING, Sharing
 
 # Exact search runs only when the plan is not proven optimal and it has at
 # most this many replicas to place; it stops after EXACT_SEARCH_BUDGET search
@@ -63,12 +64,29 @@ def sparse(profile: Profile) -> tuple[tuple[int, float], ...]:
 
 
 class _State:
-    """Mutable per-node usage while a plan is built."""
+    """Mutable per-node usage while a plan is built.
 
-    def __init__(self, apps: list[App], nodes: list[Node]) -> None:
+    Every search prices a replica by `vectors[app index]`: its profile, or
+    with `sharing` the profile extended by one group coordinate per shared
+    resource (sharing.py). A node's load holds its own sums and a copy of its
+    group's sums, which add() and remove() update on the group's other nodes
+    (`mates`) too.
+    """
+
+    def __init__(self, apps: list[App], nodes: list[Node], sharing: Sharing = NO_SHARING) -> None:
         self.apps = apps
         self.nodes = nodes
-        width = len(apps[0].profile) if apps else 0
+        self.sharing = sharing
+        self.vectors = [sharing.extend(app.profile) for app in apps]
+        self.group = sharing.groups(nodes)
+        members: dict[int, list[int]] = {}
+        for node_index, group in enumerate(self.group):
+            if group < 0:
+                members.setdefault(group, []).append(node_index)
+        self.mates: list[tuple[int, ...]] = [
+            tuple(m for m in members.get(group, ()) if m != node_index) for node_index, group in enumerate(self.group)
+        ]
+        width = len(self.vectors[0]) if apps else 0
         self.load: list[list[float]] = [[0.0] * width for _ in nodes]
         self.cpu = [0] * len(nodes)
         self.memory = [0] * len(nodes)
@@ -110,18 +128,26 @@ class _State:
         return pods is not None and self.pods[node_index] >= pods
 
     def add(self, app: App, node_index: int) -> None:
-        self.interference += self.marginal(app.profile, node_index)
-        load = self.load[node_index]
-        for dim, value in sparse(app.profile):
-            load[dim] += value
+        vector = self.vectors[app.index]
+        self.interference += self.marginal(vector, node_index)
+        self._move_load(vector, node_index, 1.0)
         self._account(app, node_index, 1)
 
     def remove(self, app: App, node_index: int) -> None:
-        load = self.load[node_index]
-        for dim, value in sparse(app.profile):
-            load[dim] -= value
-        self.interference -= self.marginal(app.profile, node_index)
+        vector = self.vectors[app.index]
+        self._move_load(vector, node_index, -1.0)
+        self.interference -= self.marginal(vector, node_index)
         self._account(app, node_index, -1)
+
+    def _move_load(self, vector: Profile, node_index: int, sign: float) -> None:
+        load = self.load[node_index]
+        for dim, value in sparse(vector):
+            load[dim] += sign * value
+        for mate in self.mates[node_index]:  # the group's sums, copied on each of its nodes
+            mate_load = self.load[mate]
+            for dim, value in group_entries(vector):
+                mate_load[dim] += sign * value
+            self.version[mate] += 1
 
     def _account(self, app: App, node_index: int, sign: int) -> None:
         self.cpu[node_index] += sign * app.cpu_millicores
@@ -133,6 +159,18 @@ class _State:
         if not counts[app.index]:
             del counts[app.index]
         self.version[node_index] += 1
+
+
+@functools.lru_cache(maxsize=4096)
+def group_entries(vector: Profile) -> tuple[tuple[int, float], ...]:
+    """The group coordinates of an extended profile (sharing.py) as (dimension, value); () without sharing."""
+    return tuple((dim, value) for dim, value in sparse(vector) if dim >= len(PRESSURE_DIMENSIONS))
+
+
+@functools.lru_cache(maxsize=4096)
+def node_entries(vector: Profile) -> tuple[tuple[int, float], ...]:
+    """The node coordinates of an extended profile (all of a plain one) as (dimension, value)."""
+    return tuple((dim, value) for dim, value in sparse(vector) if dim < len(PRESSURE_DIMENSIONS))
 
 
 class _NodeClass:
@@ -223,10 +261,12 @@ class _NodeClass:
 
 
 class _Engine:
-    def __init__(self, apps: list[App], nodes: list[Node]) -> None:
+    def __init__(self, apps: list[App], nodes: list[Node], sharing: Sharing = NO_SHARING) -> None:
         self.apps = apps
         self.nodes = nodes
-        self.state = _State(apps, nodes)
+        self.state = _State(apps, nodes, sharing)
+        self.vectors = self.state.vectors
+        self.annealed_score = math.nan
         self.classes: list[_NodeClass] = []
         self.class_of_app: list[int] = []
         self.classes_of_node: list[list[int]] = [[] for _ in nodes]
@@ -236,10 +276,10 @@ class _Engine:
     def build_classes(self) -> None:
         by_key: dict[tuple[Any, ...], int] = {}
         for app in self.apps:
-            key = (app.profile, id(self.eligible[app.index]))
+            key = (self.vectors[app.index], id(self.eligible[app.index]))
             if key not in by_key:
                 by_key[key] = len(self.classes)
-                node_class = _NodeClass(app.profile, self.eligible[app.index], self.state)
+                node_class = _NodeClass(self.vectors[app.index], self.eligible[app.index], self.state)
                 self.classes.append(node_class)
                 for node_index in node_class.eligible:
                     self.classes_of_node[node_index].append(by_key[key])
@@ -250,8 +290,9 @@ class _Engine:
 
     def remove(self, app: App, node_index: int) -> None:
         self.state.remove(app, node_index)
-        for class_index in self.classes_of_node[node_index]:
-            self.classes[class_index].push(self.state, node_index)
+        for changed in (node_index, *self.state.mates[node_index]):  # a group's sums dropped on all its nodes
+            for class_index in self.classes_of_node[changed]:
+                self.classes[class_index].push(self.state, changed)
 
     def greedy(self, replicas: list[int], assignment: list[list[int]]) -> UnschedulableError | None:
         """Place each replica (by app index) on its cheapest feasible node."""
@@ -273,17 +314,20 @@ class _Engine:
         costs p.S_m), so replicas that stay cost one heap peek, not two updates.
         """
         state = self.state
-        self_weight = [dot(app.profile, app.profile) for app in self.apps]
+        vectors = self.vectors
+        self_weight = [dot(vector, vector) for vector in vectors]
         for _ in range(LOCAL_SEARCH_MAX_PASSES):
             improved = False
             for app_index, position in movable:
                 app = self.apps[app_index]
                 current = assignment[app_index][position]
-                staying = state.marginal(app.profile, current) - self_weight[app_index]
+                # With sharing, a target in the current node's group is priced above what it costs (the
+                # replica's own group share is counted twice): a move taken still strictly improves.
+                staying = state.marginal(vectors[app_index], current) - self_weight[app_index]
                 target = self.classes[self.class_of_app[app_index]].best(
                     state, app, exclude=current, below=round(staying - EPSILON, 9)
                 )
-                if target is not None and state.marginal(app.profile, target) < staying - EPSILON:
+                if target is not None and state.marginal(vectors[app_index], target) < staying - EPSILON:
                     self.remove(app, current)
                     self.add(app, target)
                     assignment[app_index][position] = target
@@ -312,9 +356,21 @@ class _Engine:
             return 0
         # Plain arrays and locals: this loop is the engine's hot path.
         profile_ids: dict[Profile, int] = {}
-        app_profile = [profile_ids.setdefault(app.profile, len(profile_ids)) for app in apps]
+        app_profile = [profile_ids.setdefault(vector, len(profile_ids)) for vector in self.vectors]
         profiles = list(profile_ids)
         entries = [sparse(p) for p in profiles]
+        # With sharing (sharing.py): a move between two nodes of one group leaves the group's sums as they
+        # are, so only the node coordinates move, and the group part of the self-weights is taken off its price.
+        group = state.group
+        mates = state.mates
+        sharing = bool(state.sharing.shared_dims)
+        own_entries = [node_entries(p) for p in profiles]
+        shared_entries = [group_entries(p) for p in profiles]
+        group_self = [sum(v * v for _, v in found) for found in shared_entries]
+        group_cross = [
+            [sum(v * dict(other).get(dim, 0.0) for dim, v in found) for other in shared_entries]
+            for found in shared_entries
+        ]
         # The one entry of a one-hot profile (most apps press on one resource), else None: priced without a loop.
         one_hot = [found[0] if len(found) == 1 else None for found in entries]
         self_weight = [dot(p, p) for p in profiles]
@@ -339,9 +395,21 @@ class _Engine:
         def relocate(replica: int, target: int) -> None:
             app_index = replica_app[replica]
             source = node_of[replica]
-            for dim, value in entries[app_profile[app_index]]:
-                load[source][dim] -= value
-                load[target][dim] += value
+            if sharing:
+                profile_id = app_profile[app_index]
+                for dim, value in own_entries[profile_id]:
+                    load[source][dim] -= value
+                    load[target][dim] += value
+                if group[source] != group[target]:
+                    for dim, value in shared_entries[profile_id]:
+                        for node_index in (source, *mates[source]):
+                            load[node_index][dim] -= value
+                        for node_index in (target, *mates[target]):
+                            load[node_index][dim] += value
+            else:
+                for dim, value in entries[app_profile[app_index]]:
+                    load[source][dim] -= value
+                    load[target][dim] += value
             request_cpu, request_memory, request_gpus = req_cpu[app_index], req_memory[app_index], req_gpus[app_index]
             cpu[source] -= request_cpu
             cpu[target] += request_cpu
@@ -409,6 +477,8 @@ class _Engine:
                 else:
                     for dim, value in entries[profile]:
                         delta += value * (load_target[dim] - load_source[dim])
+                if sharing and group[source] == group[target]:
+                    delta -= group_self[profile]
                 if delta > epsilon and draw() >= exp(-delta / temperature):
                     continue
                 fits = not check(app_index, target)
@@ -441,6 +511,8 @@ class _Engine:
                 else:
                     for dim, value in entries[other]:
                         delta += value * (load_source[dim] - load_target[dim])
+                if sharing and group[source] == group[target]:
+                    delta -= group_self[profile] + group_self[other] - 2 * group_cross[profile][other]
                 if delta > epsilon and draw() >= exp(-delta / temperature):
                     continue
             relocate(replica, target)
@@ -460,7 +532,9 @@ class _Engine:
             relocate(undo[position], undo[position + 1])
         for replica, (app_index, position) in enumerate(movable):
             assignment[app_index][position] = node_of[replica]
-        state.interference = sum_interference(apps, assignment)
+        state.interference = sum_interference(apps, assignment, state.sharing, self.nodes)
+        # What the incremental prices say the restored plan scores: tests check it against the total from scratch.
+        self.annealed_score = best
         return accepted
 
     def exact(self, replicas: list[int], incumbent: float) -> tuple[bool, list[int] | None]:
@@ -476,6 +550,7 @@ class _Engine:
         best_choice: list[list[int] | None] = [None]
         choice: list[int] = []
         budget = [EXACT_SEARCH_BUDGET]
+        # The labels include sharing's group label: nodes alike here are in one group, or both alone.
         signatures = [
             (tuple(sorted(node.labels.items())), node.cpu_millicores, node.memory_bytes, node.pods, node.gpus,
              node.taints, node.ready)
@@ -487,8 +562,8 @@ class _Engine:
             # (profiles are non-negative, so marginals only grow).
             bound = 0.0
             for app_index in replicas[depth:]:
-                profile = self.apps[app_index].profile
-                bound += min((state.marginal(profile, n) for n in self.eligible[app_index]), default=0.0)
+                vector = self.vectors[app_index]
+                bound += min((state.marginal(vector, n) for n in self.eligible[app_index]), default=0.0)
             return bound
 
         def search(depth: int) -> None:
@@ -514,7 +589,7 @@ class _Engine:
                     tried_empty.add(signatures[node_index])
                 options.append(
                     (
-                        state.marginal(app.profile, node_index),
+                        state.marginal(self.vectors[app.index], node_index),
                         state.balance(node_index),
                         state.pods[node_index],
                         node_index,
@@ -531,8 +606,17 @@ class _Engine:
         return budget[0] > 0, best_choice[0]
 
 
-def sum_interference(apps: Sequence[App], assignment: Sequence[Sequence[int]]) -> float:
-    """Total interference of an assignment (app index -> node index per replica), from scratch."""
+def sum_interference(
+    apps: Sequence[App], assignment: Sequence[Sequence[int]], sharing: Sharing = NO_SHARING,
+    nodes: Sequence[Node] = (),
+) -> float:
+    """Total interference of an assignment (app index -> node index per replica), from scratch.
+
+    With `sharing` (and the `nodes` the indices refer to), pairs on different
+    nodes of one group count too (sharing.py).
+    """
+    if sharing.shared_dims:
+        return _shared_interference(apps, assignment, sharing, nodes)
     # Per node, the sum over pairs equals (|S|^2 - sum |p|^2) / 2 for S the summed profile.
     loads: dict[int, list[float]] = {}
     self_terms = 0.0
@@ -561,3 +645,25 @@ def anneal_budget(movable: int, search_effort: float, score: float, lower_bound:
         return 0
     moves = min(max(ANNEAL_MOVES, ANNEAL_MIN_PER_REPLICA * movable), ANNEAL_MAX_PER_REPLICA * movable)
     return int(search_effort * moves)
+
+
+def _shared_interference(
+    apps: Sequence[App], assignment: Sequence[Sequence[int]], sharing: Sharing, nodes: Sequence[Node]
+) -> float:
+    """sum_interference with sharing: node coordinates summed per node, group coordinates per group."""
+    groups = sharing.groups(nodes)
+    node_loads: dict[int, list[float]] = {}
+    group_loads: dict[int, list[float]] = {}
+    self_terms = 0.0
+    for app_index, replicas in enumerate(assignment):
+        vector = sharing.extend(apps[app_index].profile)
+        for node_index in replicas:
+            load = node_loads.setdefault(node_index, [0.0] * len(vector))
+            for dim, value in node_entries(vector):
+                load[dim] += value
+            load = group_loads.setdefault(groups[node_index], [0.0] * len(vector))
+            for dim, value in group_entries(vector):
+                load[dim] += value
+            self_terms += dot(vector, vector)
+    squares = sum(dot(load, load) for load in (*node_loads.values(), *group_loads.values()))
+    return max(0.0, (squares - self_terms) / 2)

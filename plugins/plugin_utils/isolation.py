@@ -15,18 +15,29 @@ alone:
   the stressed worker's pressure exceeds every other worker's by a margin; and,
   from `round_ends` (interference_probe_last_round_timestamp_seconds), seconds
   from the start to the end of the probe round that measured it (no scrape or
-  query-step delay in it: "within two probe intervals" is read from this one).
+  query-step delay in it: "within two probe intervals" is read from this one);
+- the shares: per stressor resource, how much of the stressed worker's own
+  rise above its baseline another worker sees (the observed worker's rise
+  above its own baseline, divided by the stressed worker's), clipped to 0..1,
+  the median over ordered pairs of workers. That is `pressures` of the
+  placement's `sharing` option (sharing.py). A pair whose stressed worker rose
+  less than SHARE_MIN_RISE says nothing and is left out; a resource with no
+  pair left has no share (None).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from statistics import fmean
+from statistics import fmean, median
 from typing import Any
 
 from ansible_collections.interference.orchestrator.plugins.module_utils.errors import PlacementError
 
 RESOURCES: tuple[str, ...] = ("cpu", "llc", "memory_bandwidth")
+
+# A stressed worker's own rise above its baseline below this (pressure, 0..1)
+# is too small to divide by: the pair gives no share.
+SHARE_MIN_RISE = 0.05
 
 # The PromQL the playbook records: one series per worker and resource, the
 # labels `node` and `resource` are required (the join of this module).
@@ -88,8 +99,36 @@ def matrices(results: Mapping[str, Any]) -> dict[str, Any]:
         rise = _first_rise(run, stressed, s, [n for n in nodes if n != stressed], margin)
         first_rise.setdefault(s, {})[stressed] = None if rise is None else rise - float(run["stressor_started"])
         first_rise_round.setdefault(s, {})[stressed] = _round_end(run, stressed, rise)
+    shares, share_pairs = _shares(nodes, matrix, baseline)
     return {"nodes": nodes, "stressors": stressors, "matrix": matrix, "response": response, "baseline": baseline,
-            "first_rise_s": first_rise, "first_rise_round_s": first_rise_round, "rise_margin": margin}
+            "first_rise_s": first_rise, "first_rise_round_s": first_rise_round, "rise_margin": margin,
+            "shares": shares, "share_pairs": share_pairs}
+
+
+def _shares(
+    nodes: Sequence[str], matrix: Mapping[str, Mapping[str, Mapping[str, float | None]]],
+    baseline: Mapping[str, Mapping[str, float | None]],
+) -> tuple[dict[str, float | None], dict[str, dict[str, dict[str, float | None]]]]:
+    """Per stressor resource, the share (see the module doc) and each ordered pair's (stressed -> observed)."""
+    shares: dict[str, float | None] = {}
+    pairs: dict[str, dict[str, dict[str, float | None]]] = {}
+    for resource, rows in matrix.items():
+        found: list[float] = []
+        for stressed, row in rows.items():
+            own = row.get(stressed)
+            own_rise = None if own is None else own - (baseline.get(stressed, {}).get(resource) or 0.0)
+            for observed in nodes:
+                if observed == stressed:
+                    continue
+                seen = row.get(observed)
+                share = None
+                if own_rise is not None and own_rise >= SHARE_MIN_RISE and seen is not None:
+                    rise = seen - (baseline.get(observed, {}).get(resource) or 0.0)
+                    share = min(1.0, max(0.0, rise / own_rise))
+                    found.append(share)
+                pairs.setdefault(resource, {}).setdefault(stressed, {})[observed] = share
+        shares[resource] = median(found) if found else None
+    return shares, pairs
 
 
 def _round_ends(run: Mapping[str, Any], node: str) -> dict[float, float]:

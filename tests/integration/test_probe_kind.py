@@ -110,7 +110,8 @@ def isolation(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, An
         (results_file,) = (home / "out").glob("*/results.json")
         results = json.loads(results_file.read_text())
         computed = matrices(results)
-        print(json.dumps({k: computed[k] for k in ("matrix", "baseline", "first_rise_s", "first_rise_round_s")},
+        shown = ("matrix", "baseline", "first_rise_s", "first_rise_round_s", "shares")
+        print(json.dumps({k: computed[k] for k in shown},
                          indent=1))
         yield {"results": results, "computed": computed, "dir": results_file.parent}
     finally:
@@ -170,5 +171,13 @@ def test_a_memory_stressor_moves_the_memory_signal(isolation: dict[str, Any]) ->
 
 def test_the_report_and_heatmap_are_written_beside_results_json(isolation: dict[str, Any]) -> None:
     run_dir: Path = isolation["dir"]
-    assert "## Stressor `cpu`" in (run_dir / "report.md").read_text()
+    report = (run_dir / "report.md").read_text()
+    assert "## Stressor `cpu`" in report
+    # The shares the placement's sharing option takes, one row per stressor, computed from results.json.
+    shares = isolation["computed"]["shares"]
+    assert "## Shares across workers" in report
+    for resource, share in shares.items():
+        assert share is None or 0 <= share <= 1, shares
+        cell = "-" if share is None else f"{share:.2f}"
+        assert f"| {resource} | {cell} |" in report, (resource, report)
     assert (run_dir / "heatmap.png").read_bytes().startswith(b"\x89PNG")

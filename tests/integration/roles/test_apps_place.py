@@ -252,3 +252,34 @@ def test_apps_with_profile_from_measured_are_placed_and_annotated_with_the_measu
     }
     assert json.loads(annotations["a"]) == {"llc": 0.5}
     assert json.loads(annotations["b"]) == {"memory_bandwidth": 1.0}
+
+
+def test_apps_sharing_reaches_the_engine_and_a_bad_one_names_its_field(tmp_path: Path) -> None:
+    """Workers 1 and 2 on one host that shares memory bandwidth fully: the second memory app goes to worker 3."""
+    out = tmp_path / "rendered.json"
+    plays = render_plays(out)
+    nodes: list[dict[str, Any]] = json.loads(json.dumps(NODES))
+    for node in nodes[:2]:
+        node["labels"]["example.com/host"] = "h1"
+    plays[0]["vars"]["apps_nodes"] = nodes
+    memory = [{"name": "mbw", "image": "pts/mbw", "type": "memory"},
+              {"name": "stressapptest", "image": "pts/stressapptest", "type": "memory"}]
+    blind = run_playbook(tmp_path, plays, {"apps": memory})
+    assert blind.returncode == 0, json.dumps(blind.report)[-3000:]
+    assert sorted(n for nodes in placed(json.loads(out.read_text())).values() for n in nodes) == WORKERS[:2]
+
+    sharing = {"label": "example.com/host", "pressures": {"memory_bandwidth": 1}}
+    shared = run_playbook(tmp_path, plays, {"apps": memory, "apps_sharing": sharing})
+    assert shared.returncode == 0, json.dumps(shared.report)[-3000:]
+    data = json.loads(out.read_text())
+    assert "cluster-kind-worker3" in [n for nodes in placed(data).values() for n in nodes]
+    assert data["plan"]["report"]["cross_node_interference"] == 0
+    assert data["plan"]["report"]["sharing"] == {"label": "example.com/host", "pressures": {"memory_bandwidth": 1.0}}
+
+    out.unlink()
+    bad = run_playbook(tmp_path, plays, {"apps": memory, "apps_sharing": {**sharing, "pressures": {"cache": 1}}})
+    output = json.dumps(bad.report) + bad.stderr
+    assert bad.returncode != 0
+    assert "field 'sharing.pressures.cache': unknown resource 'cache'" in output
+    assert "Traceback" not in output
+    assert not out.exists()

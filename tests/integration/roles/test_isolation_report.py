@@ -41,5 +41,8 @@ def test_report_and_heatmap_come_from_results_json(tmp_path: Path) -> None:
     assert "| **w1** | 0.85 | 0.05 | 0.00 / - |" in report
     assert "| **w2** | 0.05 | 0.85 | 0.00 / - |" in report
     assert "## Stressor `memory_bandwidth`" in report
+    # No baseline run: each worker's rise is its level; the other worker sees 0.05 of the stressed one's 0.85.
+    assert "| cpu | 0.06 | 0.06 | 0.06 |" in report
+    assert "| memory_bandwidth | 0.06 | 0.06 | 0.06 |" in report
     png = (run_dir / "heatmap.png").read_bytes()
     assert png.startswith(b"\x89PNG") and len(png) > 5000

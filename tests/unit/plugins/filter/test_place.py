@@ -48,3 +48,18 @@ def test_the_filters_are_pure_and_return_the_warning_instead_of_printing_it(caps
     assert (captured.out, captured.err) == ("", "")
     assert report["warning"].startswith("zero interference is impossible")
     assert plan["report"]["warning"] == report["warning"]
+
+
+def test_place_and_the_report_take_sharing_and_a_bad_one_is_a_filter_error() -> None:
+    """Two memory apps, w1 and w2 on one host sharing memory bandwidth at 0.5, w3 alone: one goes to w3."""
+    apps = [{"name": "mbw", "image": "pts/mbw", "type": "memory"},
+            {"name": "stressapptest", "image": "pts/stressapptest", "type": "memory"}]
+    nodes = [{"name": "w1", "labels": {"host": "a"}}, {"name": "w2", "labels": {"host": "a"}}, {"name": "w3"}]
+    sharing = {"label": "host", "pressures": {"memory_bandwidth": 0.5}}
+    assert sorted(item["nodes"][0] for item in place(apps, nodes)) == ["w1", "w2"]
+    assert sorted(item["nodes"][0] for item in place(apps, nodes, sharing=sharing)) == ["w1", "w3"]
+    report = placement_report(apps, nodes, sharing=sharing)
+    assert report["cross_node_interference"] == 0
+    assert report["sharing"] == {"label": "host", "pressures": {"memory_bandwidth": 0.5}}
+    with pytest.raises(AnsibleFilterError, match=r"field 'sharing.pressures.memory_bandwidth': must be a number"):
+        place(apps, nodes, sharing={"label": "host", "pressures": {"memory_bandwidth": "half"}})

@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
+from collections.abc import Callable
 from typing import Any
 
 from ansible_collections.interference.orchestrator.plugins.module_utils.errors import UnschedulableError
@@ -163,8 +164,13 @@ def random_assignment(apps: list[App], node_count: int, seed: int) -> list[list[
     return assignment
 
 
-def brute_force_optimum(apps: list[App], nodes: list[Node]) -> float | None:
-    """Least interference over every assignment of every replica (None if none is feasible)."""
+def brute_force_optimum(
+    apps: list[App], nodes: list[Node], score_of: Callable[[list[list[int]]], float] | None = None,
+) -> float | None:
+    """Least interference over every assignment of every replica (None if none is feasible).
+
+    `score_of` scores an assignment (default: pairwise_interference).
+    """
     replica_apps = [app.index for app in apps for _ in range(app.replicas)]
     best: float | None = None
     for choice in itertools.product(range(len(nodes)), repeat=len(replica_apps)):
@@ -172,7 +178,7 @@ def brute_force_optimum(apps: list[App], nodes: list[Node]) -> float | None:
         for app_index, node_index in zip(replica_apps, choice, strict=True):
             assignment[app_index].append(node_index)
         if feasible(apps, nodes, assignment):
-            score = pairwise_interference(apps, assignment)
+            score = score_of(assignment) if score_of else pairwise_interference(apps, assignment)
             if best is None or score < best:
                 best = score
     return best

@@ -91,3 +91,27 @@ def test_a_sample_of_a_round_that_ended_before_the_stressor_started_is_not_its_r
     out = matrices({"nodes": NODES, "runs": [r]})
     assert out["first_rise_s"]["cpu"]["w1"] == 5.0
     assert out["first_rise_round_s"]["cpu"]["w1"] == 3.0
+
+
+def test_the_share_is_the_rise_another_worker_sees_over_the_stressed_workers_own() -> None:
+    """w1 stressed: its cpu rises 0.8 above a 0.1 baseline and w2's 0.2 above 0: share 0.25. w2 stressed: w2 rises
+    0.9, w1 0.45 above its baseline: 0.5. The median of the two ordered pairs is 0.375."""
+    base = {**idle("w1"), **idle("w2"), ("w1", "cpu"): [0.1] * 9}
+    on_w1 = {**base, ("w1", "cpu"): [0.9] * 9, ("w2", "cpu"): [0.2] * 9}
+    on_w2 = {**base, ("w1", "cpu"): [0.55] * 9, ("w2", "cpu"): [0.9] * 9}
+    out = matrices({"nodes": NODES, "runs": [run("none", "w1", base), run("cpu", "w1", on_w1),
+                                             run("cpu", "w2", on_w2)]})
+    assert out["share_pairs"]["cpu"] == {"w1": {"w2": pytest.approx(0.25)}, "w2": {"w1": pytest.approx(0.5)}}
+    assert out["shares"]["cpu"] == pytest.approx(0.375)
+
+
+def test_a_share_is_clipped_to_one_and_a_stressor_that_did_not_rise_gives_none() -> None:
+    # memory_bandwidth on w1: w1 rises 0.1, w2 0.3 (more than w1 itself: clipped to 1).
+    # llc on w1: w1 rises 0.01 only, below SHARE_MIN_RISE: no share.
+    levels = {**idle("w1"), **idle("w2"), ("w1", "memory_bandwidth"): [0.1] * 9,
+              ("w2", "memory_bandwidth"): [0.3] * 9, ("w1", "llc"): [0.01] * 9, ("w2", "llc"): [0.2] * 9}
+    out = matrices({"nodes": NODES, "runs": [run("none", "w1", {**idle("w1"), **idle("w2")}),
+                                             run("memory_bandwidth", "w1", levels), run("llc", "w1", levels)]})
+    assert out["shares"]["memory_bandwidth"] == 1.0
+    assert out["shares"]["llc"] is None
+    assert out["share_pairs"]["llc"] == {"w1": {"w2": None}}
