@@ -204,7 +204,6 @@ class Plan:
             "left_out": left_out(self.apps, self.nodes, self.assignment),
         }
 
-
     def _cross_node_report(self) -> dict[str, Any]:
         """The report's cross-node keys, present only when the plan was made with sharing."""
         if not self.sharing.shared_dims:
