@@ -366,11 +366,12 @@ class _Engine:
         sharing = bool(state.sharing.shared_dims)
         own_entries = [node_entries(p) for p in profiles]
         shared_entries = [group_entries(p) for p in profiles]
-        group_self = [sum(v * v for _, v in found) for found in shared_entries]
+        # Only with sharing: the products of the group coordinates, its diagonal the group part of each self-weight.
         group_cross = [
             [sum(v * dict(other).get(dim, 0.0) for dim, v in found) for other in shared_entries]
             for found in shared_entries
-        ]
+        ] if sharing else []
+        group_self = [group_cross[index][index] for index in range(len(group_cross))]
         # The one entry of a one-hot profile (most apps press on one resource), else None: priced without a loop.
         one_hot = [found[0] if len(found) == 1 else None for found in entries]
         self_weight = [dot(p, p) for p in profiles]
