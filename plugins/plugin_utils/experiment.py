@@ -22,6 +22,8 @@ from ansible_collections.interference.orchestrator.plugins.module_utils.interfer
 from ansible_collections.interference.orchestrator.plugins.module_utils.model import parse_apps, parse_nodes
 from ansible_collections.interference.orchestrator.plugins.module_utils.placement import place
 
+from .experiment_model import median_interval, pearson, predicted_scores, spearman
+
 # The policies an experiment can compare; `baseline` is each app alone and
 # `pair` (profiling) each pair of apps alone together on the first node.
 POLICIES: tuple[str, ...] = ("baseline", "engine", "alternating", "scheduler", "worst", "pair")
@@ -108,6 +110,11 @@ def policy_plans(
     return plans
 
 
+def job_name(round_index: int, app: str) -> str:
+    """The Job of an app in a round: `exp-r<round>-<app>`, cut to 63 characters (a DNS label)."""
+    return f"exp-r{round_index}-{app}"[:63].rstrip("-")
+
+
 def build_rounds(
     apps: Sequence[Mapping[str, Any]], nodes: Sequence[Any], policies: Sequence[str], repeats: int
 ) -> dict[str, Any]:
@@ -118,7 +125,8 @@ def build_rounds(
     node), any other policy one round with every app where its plan says.
     Repeats are the outer loop, so slow drift of the machine's load spreads
     over all policies. Returns {plans, rounds: [{index, policy, repeat, jobs:
-    [{app, node, pair}]}]} with node None where kube-scheduler chooses.
+    [{app, node, pair, job}]}]} with node None where kube-scheduler chooses
+    and job the name of the app's Job in that round (job_name).
     """
     if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
         raise ExperimentError(f"repeats must be a whole number >= 1, got {repeats!r}")
@@ -127,7 +135,9 @@ def build_rounds(
     rounds: list[dict[str, Any]] = []
 
     def add(policy: str, repeat: int, jobs: list[dict[str, Any]]) -> None:
-        rounds.append({"index": len(rounds), "policy": policy, "repeat": repeat, "jobs": jobs})
+        index = len(rounds)
+        jobs = [{**job, "job": job_name(index, job["app"])} for job in jobs]
+        rounds.append({"index": index, "policy": policy, "repeat": repeat, "jobs": jobs})
 
     for repeat in range(repeats):
         for policy, plan in plans.items():
@@ -170,6 +180,143 @@ def parse_result_line(log: str) -> dict[str, Any]:
     return result
 
 
+def _true_conditions(job: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    conditions = (job.get("status") or {}).get("conditions") or []
+    return [c for c in conditions if isinstance(c, Mapping) and c.get("status") == "True"]
+
+
+def _why_not_complete(conditions: Sequence[Mapping[str, Any]]) -> str:
+    # "Failed (DeadlineExceeded: Job was active longer than specified deadline)".
+    described = []
+    for condition in conditions:
+        detail = ": ".join(str(part) for part in (condition.get("reason"), condition.get("message")) if part)
+        described.append(f"{condition.get('type')} ({detail})" if detail else str(condition.get("type")))
+    return ", ".join(described) or "still running at the timeout"
+
+
+def pod_termination(pod: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """What the pod of a run says of its end, for a failed run's record.
+
+    {pod, node, phase, reason, message, container: {state, reason, exit_code,
+    signal, message}}: the kubelet's word (`Evicted`), the runtime's
+    (`OOMKilled`, exit code 137) or a container that never started
+    (`ErrImageNeverPull`). None when the Job left no pod.
+    """
+    if not pod:
+        return None
+    status = pod.get("status") or {}
+    record: dict[str, Any] = {
+        "pod": (pod.get("metadata") or {}).get("name"),
+        "node": (pod.get("spec") or {}).get("nodeName"),
+        "phase": status.get("phase"),
+        "reason": status.get("reason"),
+        "message": status.get("message"),
+        "container": None,
+    }
+    for container in status.get("containerStatuses") or []:
+        for state, detail in (container.get("state") or {}).items():
+            if isinstance(detail, Mapping) and state in ("terminated", "waiting"):
+                record["container"] = {
+                    "state": state,
+                    "reason": detail.get("reason"),
+                    "exit_code": detail.get("exitCode"),
+                    "signal": detail.get("signal"),
+                    "message": detail.get("message"),
+                }
+    return record
+
+
+def _describe_termination(termination: Mapping[str, Any] | None) -> str:
+    if termination is None:
+        return "no pod left"
+    parts = [f"pod {termination['pod']} on {termination['node'] or 'no node'}, {termination['phase']}"]
+    if termination["reason"] or termination["message"]:
+        parts.append(": ".join(str(p) for p in (termination["reason"], termination["message"]) if p))
+    container = termination["container"]
+    if container:
+        text = f"container {container['state']} {container['reason'] or ''}".rstrip()
+        if container["exit_code"] is not None:
+            text += f", exit code {container['exit_code']}"
+        if container["signal"]:
+            text += f", signal {container['signal']}"
+        if container["message"]:
+            text += f": {container['message']}"
+        parts.append(text)
+    return "; ".join(parts)
+
+
+def round_runs(
+    experiment_round: Mapping[str, Any],
+    jobs: Sequence[Mapping[str, Any]],
+    pods: Sequence[Mapping[str, Any]],
+    logs: Mapping[str, str],
+    start_at: int,
+    *,
+    attempt: int = 1,
+    attempts: int = 1,
+) -> list[dict[str, Any]]:
+    """The run records of one attempt at a round, as results.json keeps them.
+
+    `jobs` and `pods` are the round's Job and Pod objects as the API server
+    returned them, `logs` each Job's log by Job name. A run succeeded when
+    its Job completed and its log holds a valid RESULT line. A failed run's
+    `error` says why, with the Job's conditions and, in `termination`, what
+    its pod said of its end (evicted, OOM-killed, never started), so that
+    a failure on a shared host can be told from the workload's own. When a
+    run failed and `attempt` < `attempts`, the round will be run again: every
+    run of this attempt is marked `superseded` (its neighbours did not run
+    as planned either) and no figure is taken from it.
+    """
+    if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 1:
+        raise ExperimentError(f"attempt must be a whole number >= 1, got {attempt!r}")
+    if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
+        raise ExperimentError(f"experiment_round_attempts must be a whole number >= 1, got {attempts!r}")
+    by_name = {(job.get("metadata") or {}).get("name"): job for job in jobs}
+    runs = []
+    for planned in experiment_round["jobs"]:
+        name = planned.get("job") or job_name(int(experiment_round["index"]), planned["app"])
+        job = by_name.get(name)
+        conditions = _true_conditions(job) if job else []
+        own_pods = sorted(
+            (p for p in pods if ((p.get("metadata") or {}).get("labels") or {}).get("job-name") == name),
+            key=lambda p: str((p.get("metadata") or {}).get("creationTimestamp") or ""),
+        )
+        pod = own_pods[-1] if own_pods else None
+        log = logs.get(name) or ""
+        error = None
+        result = None
+        if job is None:
+            error = f"Job {name} was not found"
+        elif "Complete" not in {c.get("type") for c in conditions}:
+            error = f"Job {name} did not complete: {_why_not_complete(conditions)}"
+        else:
+            try:
+                result = parse_result_line(log)
+            except ExperimentError as exc:
+                error = str(exc)
+        termination = None
+        if error:
+            termination = pod_termination(pod)
+            error += f" [{_describe_termination(termination)}]"
+        runs.append({
+            "round": experiment_round["index"], "policy": experiment_round["policy"],
+            "repeat": experiment_round["repeat"], "attempt": attempt, "app": planned["app"],
+            "pair": planned.get("pair"), "job": name, "planned_node": planned.get("node"),
+            "node": ((pod or {}).get("spec") or {}).get("nodeName"), "start_at": int(start_at),
+            "status": "failed" if error else "succeeded", "result": result, "error": error,
+            "termination": termination, "log": log,
+        })
+    retried = attempt < attempts and any(run["status"] == "failed" for run in runs)
+    for run in runs:
+        run["superseded"] = retried
+    return runs
+
+
+def counted_runs(runs: Sequence[Any]) -> list[Any]:
+    """The runs that count: every run but those of an attempt that was run again (`superseded`)."""
+    return [run for run in runs if not run.get("superseded")]
+
+
 def slowdown(baseline_value: float, value: float, better: str) -> float:
     """How much slower than alone (no unit; 1 = as fast as alone).
 
@@ -186,12 +333,19 @@ def slowdown(baseline_value: float, value: float, better: str) -> float:
 
 
 def _spread(values: Sequence[float]) -> dict[str, float | int | None]:
+    interval = median_interval(values)
     return {
         "n": len(values),
         "median": statistics.median(values) if values else None,
         "min": min(values) if values else None,
         "max": max(values) if values else None,
+        "ci_low": interval[0] if interval else None,
+        "ci_high": interval[1] if interval else None,
     }
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return statistics.fmean(values) if values else None
 
 
 def summarize(results: Mapping[str, Any]) -> dict[str, Any]:
@@ -199,13 +353,19 @@ def summarize(results: Mapping[str, Any]) -> dict[str, Any]:
 
     The baseline of an app is the median of its successful baseline values;
     each successful run under a policy gives one slowdown against it. Failed
-    runs are counted, never turned into figures. Returns {rows: [{policy,
-    app, n, median, min, max, failed}], policies: {policy: {n, median, min,
-    max, failed}}, baselines: {app: {value, unit, better, n}}}.
+    runs are counted, never turned into figures; the runs of an attempt that
+    was run again (`superseded`, round_runs) are neither. ci_low and ci_high
+    bound the median's 95% bootstrap interval; predicted is the mean of the
+    model's interference score (no unit) over the same runs, and model says
+    how well those scores rank the measured slowdowns (experiment_model.py).
+    Returns {rows: [{policy, app, n, median, min, max, ci_low, ci_high,
+    failed, predicted}], policies: {policy: {the same but app}}, baselines:
+    {app: {value, unit, better, n}}, model: {n, spearman, pearson}}.
     """
     runs = results.get("runs")
     if not isinstance(runs, Sequence):
         raise ExperimentError("results has no 'runs' list")
+    runs = counted_runs(runs)
     baselines: dict[str, dict[str, Any]] = {}
     for run in runs:
         if run.get("policy") == "baseline" and run.get("status") == "succeeded":
@@ -214,27 +374,41 @@ def summarize(results: Mapping[str, Any]) -> dict[str, Any]:
             )
             entry["values"].append(float(run["result"]["value"]))
     per: dict[tuple[str, str], list[float]] = {}
+    predicted: dict[tuple[str, str], list[float]] = {}
     failed: dict[tuple[str, str], int] = {}
     order: list[tuple[str, str]] = []
-    for run in runs:
+    judged: list[tuple[float, float]] = []  # (predicted score, measured slowdown) per run
+    for run, score in zip(runs, predicted_scores(results, runs), strict=True):
         key = (run.get("policy"), run.get("app"))
         if key[0] == "baseline":
             continue
         if key not in per:
             per[key] = []
+            predicted[key] = []
             failed[key] = 0
             order.append(key)
         base = baselines.get(key[1])
         if run.get("status") != "succeeded" or base is None:
             failed[key] += run.get("status") != "succeeded"
             continue
-        per[key].append(slowdown(statistics.median(base["values"]), float(run["result"]["value"]), base["better"]))
-    rows = [{"policy": p, "app": a, "failed": failed[(p, a)], **_spread(per[(p, a)])} for p, a in order]
+        measured = slowdown(statistics.median(base["values"]), float(run["result"]["value"]), base["better"])
+        per[key].append(measured)
+        if score is not None:
+            predicted[key].append(score)
+            judged.append((score, measured))
+    rows = [
+        {"policy": p, "app": a, "failed": failed[(p, a)], **_spread(per[(p, a)]), "predicted": _mean(predicted[(p, a)])}
+        for p, a in order
+    ]
     policies: dict[str, Any] = {}
     for policy in dict.fromkeys(p for p, _ in order):
         values = [v for (p, _), vs in per.items() if p == policy for v in vs]
-        policies[policy] = {**_spread(values), "failed": sum(f for (p, _), f in failed.items() if p == policy)}
+        scores = [v for (p, _), vs in predicted.items() if p == policy for v in vs]
+        policies[policy] = {**_spread(values), "failed": sum(f for (p, _), f in failed.items() if p == policy),
+                            "predicted": _mean(scores)}
+    scores, slowdowns = [s for s, _ in judged], [m for _, m in judged]
     return {
+        "model": {"n": len(judged), "spearman": spearman(scores, slowdowns), "pearson": pearson(scores, slowdowns)},
         "rows": rows,
         "policies": policies,
         "baselines": {

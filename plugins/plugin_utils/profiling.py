@@ -26,7 +26,7 @@ from typing import Any
 from ansible_collections.interference.orchestrator.plugins.module_utils.interference import PRESSURE_DIMENSIONS, dot
 from ansible_collections.interference.orchestrator.plugins.module_utils.model import parse_apps
 
-from .experiment import ExperimentError, slowdown
+from .experiment import ExperimentError, counted_runs, slowdown
 
 FIT_STEPS = 20_000
 FIT_TOLERANCE = 1e-12
@@ -44,11 +44,12 @@ def pair_scores(results: Mapping[str, Any]) -> dict[str, float]:
     Baseline runs (policy `baseline`) give each app's median value alone;
     runs with policy `pair` carry `pair` (the two app names) and give a
     slowdown for their own app. A pair's score is the median over repeats of
-    its apps' mean extra slowdown. Failed runs are left out.
+    its apps' mean extra slowdown. Failed and superseded runs are left out.
     """
     runs = results.get("runs")
     if not isinstance(runs, Sequence):
         raise ExperimentError("results has no 'runs' list")
+    runs = counted_runs(runs)
     alone: dict[str, list[float]] = {}
     better: dict[str, str] = {}
     for run in runs:

@@ -17,13 +17,16 @@ APPS = [
     {"name": "c-ray", "image": "pts/c-ray", "type": "cpu"},
     {"name": "mbw", "image": "pts/mbw", "type": "memory"},
 ]
+ROUNDS: dict[tuple[str, int, str], int] = {}
 
 
 def run(policy: str, app: str, value: float | None, repeat: int = 0, pair: list[str] | None = None) -> dict[str, Any]:
     better = "lower" if app == "c-ray" else "higher"
     ok = value is not None
+    # As the experiment numbers them: a round per app alone, per pair, per policy and repeat.
+    together = app if policy == "baseline" else "+".join(pair or [])
     return {
-        "round": 0, "policy": policy, "repeat": repeat, "app": app, "pair": pair, "job": f"exp-r0-{app}",
+        "round": ROUNDS.setdefault((policy, repeat, together), len(ROUNDS)), "policy": policy, "repeat": repeat, "app": app, "pair": pair, "job": f"exp-r0-{app}",
         "planned_node": "w1", "node": "w1", "start_at": 0, "status": "succeeded" if ok else "failed",
         "result": {"value": value, "better": better, "unit": "s", "wall_seconds": 1.0} if ok else None,
         "error": None if ok else "Job exp-r0-mbw did not complete: Failed", "log": "RESULT ..." if ok else "Killed",
@@ -61,8 +64,8 @@ def test_report_and_plot_come_from_results_json_and_failed_runs_are_counted_not_
     outcome, run_dir = report(tmp_path, results(runs, ["baseline", "worst"]))
     assert outcome.returncode == 0, outcome.report
     text = (run_dir / "report.md").read_text()
-    assert "| worst | c-ray | 2 | 1.75 | 1.50 | 2.00 | 0 |" in text
-    assert "| worst | mbw | 1 | 2.00 | 2.00 | 2.00 | 1 |" in text
+    assert "| worst | c-ray | 2 | 1.75 | 1.50-2.00 | 1.50 | 2.00 | 0 | 0.00 |" in text
+    assert "| worst | mbw | 1 | 2.00 | 2.00-2.00 | 2.00 | 2.00 | 1 | 0.00 |" in text
     assert "did not complete: Failed" in text
     assert (run_dir / "slowdown.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -77,3 +80,21 @@ def test_a_profiling_run_reports_pair_scores_and_the_fit_error(tmp_path: Path) -
     text = (run_dir / "report.md").read_text()
     assert "| c-ray+mbw | 1.000 |" in text
     assert "Fit error: RMSE" in text
+
+
+def test_a_round_run_again_reports_only_its_last_attempt_and_lists_the_first(tmp_path: Path) -> None:
+    oom = "Job exp-r0-mbw did not complete: Failed [pod exp-r0-mbw-x on w1, Failed; container terminated OOMKilled]"
+    first = [{**run("worst", "c-ray", 40.0), "attempt": 1, "superseded": True},
+             {**run("worst", "mbw", None), "attempt": 1, "superseded": True, "error": oom}]
+    second = [{**run("worst", "c-ray", 4.0), "attempt": 2, "superseded": False},
+              {**run("worst", "mbw", 500.0), "attempt": 2, "superseded": False}]
+    runs = [run("baseline", "c-ray", 2.0), run("baseline", "mbw", 1000.0), *first, *second]
+    outcome, run_dir = report(tmp_path, results(runs, ["baseline", "worst"]))
+    assert outcome.returncode == 0, outcome.report
+    text = (run_dir / "report.md").read_text()
+    # The superseded attempt gives no figure (40.0 would be a slowdown of 20) and no failure.
+    assert "| worst | c-ray | 1 | 2.00 | 2.00-2.00 | 2.00 | 2.00 | 0 | 0.00 |" in text
+    assert "| worst | mbw | 1 | 2.00 | 2.00-2.00 | 2.00 | 2.00 | 0 | 0.00 |" in text
+    assert "runs: 4 (0 failed),\n  and 2 superseded by a second attempt at their round (below)" in text
+    assert "## Failed runs" not in text
+    assert f"(worst, repeat 0), attempt 1, mbw: {oom}" in text.split("## Rounds run again")[1]

@@ -9,8 +9,10 @@ from ansible_collections.interference.orchestrator.plugins.module_utils.errors i
 from ansible_collections.interference.orchestrator.plugins.plugin_utils.experiment import (
     ExperimentError,
     build_rounds,
+    counted_runs,
     parse_result_line,
     policy_plans,
+    round_runs,
     slowdown,
     summarize,
 )
@@ -107,7 +109,7 @@ def test_summary_gives_median_and_spread_per_app_and_policy_and_counts_failures_
     summary = summarize(results)
     rows = {(r["policy"], r["app"]): r for r in summary["rows"]}
     assert rows[("worst", "a")] == {"policy": "worst", "app": "a", "n": 2, "median": 1.5, "min": 1.0, "max": 2.0,
-                                     "failed": 1}
+                                     "ci_low": 1.0, "ci_high": 2.0, "failed": 1, "predicted": None}
     assert rows[("worst", "m")]["median"] == pytest.approx(2.0)
     assert rows[("engine", "m")]["median"] == pytest.approx(1.0)
     assert summary["policies"]["worst"]["n"] == 3
@@ -118,7 +120,8 @@ def test_summary_gives_median_and_spread_per_app_and_policy_and_counts_failures_
 def test_an_app_without_a_successful_baseline_has_no_figures() -> None:
     summary = summarize({"runs": [run("baseline", "a", None), run("engine", "a", 2.0)]})
     assert summary["rows"] == [
-        {"policy": "engine", "app": "a", "n": 0, "median": None, "min": None, "max": None, "failed": 0}
+        {"policy": "engine", "app": "a", "n": 0, "median": None, "min": None, "max": None, "ci_low": None,
+         "ci_high": None, "failed": 0, "predicted": None}
     ]
 
 
@@ -131,11 +134,108 @@ def test_rounds_run_each_app_alone_each_policy_together_and_each_pair_repeat_by_
     assert [r["repeat"] for r in rounds] == [0] * per_repeat + [1] * per_repeat
     assert [len(r["jobs"]) for r in rounds[:per_repeat]] == [1, 1, 1, 3, 2, 2, 2]
     assert rounds[3]["jobs"] == [
-        {"app": "c-ray", "node": "w1", "pair": None},
-        {"app": "compress-7zip", "node": "w1", "pair": None},
-        {"app": "mbw", "node": "w2", "pair": None},
+        {"app": "c-ray", "node": "w1", "pair": None, "job": "exp-r3-c-ray"},
+        {"app": "compress-7zip", "node": "w1", "pair": None, "job": "exp-r3-compress-7zip"},
+        {"app": "mbw", "node": "w2", "pair": None, "job": "exp-r3-mbw"},
     ]
     assert rounds[4]["jobs"][0]["pair"] == ["c-ray", "compress-7zip"]
     assert {j["node"] for r in rounds if r["policy"] == "pair" for j in r["jobs"]} == {"w1"}
     with pytest.raises(ExperimentError, match="repeats must be a whole number"):
         build_rounds(APPS, ["w1", "w2"], ["engine"], 0)
+
+
+# One round of two Jobs as the API server returns them after the round (k8s_info resources).
+ROUND = {"index": 3, "policy": "engine", "repeat": 0,
+         "jobs": [{"app": "mbw", "node": "w1", "pair": None, "job": "exp-r3-mbw"},
+                  {"app": "stressapptest", "node": "w1", "pair": None, "job": "exp-r3-stressapptest"}]}
+GOOD_LOG = 'noise\nRESULT {"value": 5000.0, "better": "higher", "wall_seconds": 3.1}\n'
+
+
+def job(name: str, *conditions: tuple[str, str, str]) -> dict[str, Any]:
+    return {"metadata": {"name": name}, "status": {"conditions": [
+        {"type": kind, "status": "True", "reason": reason, "message": message} for kind, reason, message in conditions
+    ]}}
+
+
+def pod(job_name: str, node: str, created: str, **status: Any) -> dict[str, Any]:
+    return {"metadata": {"name": f"{job_name}-{created[-2:]}", "labels": {"job-name": job_name},
+                         "creationTimestamp": created},
+            "spec": {"nodeName": node}, "status": status}
+
+
+OOM_KILLED = {"phase": "Failed", "containerStatuses": [
+    {"name": "workload", "state": {"terminated": {"reason": "OOMKilled", "exitCode": 137}}}]}
+
+
+def test_a_round_records_each_run_with_its_figure_or_why_it_failed() -> None:
+    jobs = [job("exp-r3-mbw", ("Complete", "", "")),
+            job("exp-r3-stressapptest", ("FailureTarget", "BackoffLimitExceeded", "Job has reached the specified "
+                                         "backoff limit"), ("Failed", "BackoffLimitExceeded", ""))]
+    pods = [pod("exp-r3-mbw", "w1", "2026-12-04T10:00:00Z", phase="Succeeded"),
+            pod("exp-r3-stressapptest", "w1", "2026-12-04T10:00:01Z", **OOM_KILLED)]
+    runs = round_runs(ROUND, jobs, pods, {"exp-r3-mbw": GOOD_LOG, "exp-r3-stressapptest": ""}, 1796363517)
+    ok, failed = runs
+    assert ok["status"] == "succeeded" and ok["result"]["value"] == 5000.0 and ok["error"] is None
+    assert ok["termination"] is None and ok["node"] == "w1" and ok["job"] == "exp-r3-mbw"
+    assert failed["status"] == "failed" and failed["result"] is None
+    # The Job's reasons and the pod's own word (the runtime's OOM kill), not only "Failed".
+    assert failed["error"] == (
+        "Job exp-r3-stressapptest did not complete: FailureTarget (BackoffLimitExceeded: Job has reached the "
+        "specified backoff limit), Failed (BackoffLimitExceeded) [pod exp-r3-stressapptest-1Z on w1, Failed; "
+        "container terminated OOMKilled, exit code 137]"
+    )
+    assert failed["termination"]["container"] == {"state": "terminated", "reason": "OOMKilled", "exit_code": 137,
+                                                  "signal": None, "message": None}
+    assert {r["attempt"] for r in runs} == {1} and not any(r["superseded"] for r in runs)
+    assert [r["start_at"] for r in runs] == [1796363517, 1796363517]
+
+
+def test_an_evicted_pod_a_missing_job_and_a_log_without_result_are_named() -> None:
+    evicted = pod("exp-r3-mbw", "w1", "2026-12-04T10:00:00Z", phase="Failed", reason="Evicted",
+                  message="The node was low on resource: memory.")
+    runs = round_runs(ROUND, [job("exp-r3-mbw", ("Failed", "DeadlineExceeded", "Job was active longer"))],
+                      [evicted], {}, 0)
+    assert runs[0]["error"] == ("Job exp-r3-mbw did not complete: Failed (DeadlineExceeded: Job was active longer) "
+                                "[pod exp-r3-mbw-0Z on w1, Failed; Evicted: The node was low on resource: memory.]")
+    assert runs[1]["error"] == "Job exp-r3-stressapptest was not found [no pod left]"
+    complete = [job(name, ("Complete", "", "")) for name in ("exp-r3-mbw", "exp-r3-stressapptest")]
+    runs = round_runs(ROUND, complete, [], {"exp-r3-mbw": GOOD_LOG, "exp-r3-stressapptest": "Killed"}, 0)
+    assert runs[1]["error"] == "no RESULT line in the log [no pod left]"
+
+
+def test_the_newest_pod_of_a_job_speaks_for_it() -> None:
+    old = pod("exp-r3-mbw", "w1", "2026-12-04T10:00:00Z", phase="Failed", reason="Evicted")
+    new = pod("exp-r3-mbw", "w2", "2026-12-04T10:00:09Z", phase="Failed", containerStatuses=[
+        {"state": {"waiting": {"reason": "ErrImageNeverPull", "message": "image not present"}}}])
+    runs = round_runs(ROUND, [job("exp-r3-mbw", ("Failed", "", ""))], [new, old], {}, 0)
+    assert runs[0]["node"] == "w2"
+    assert runs[0]["error"].endswith("[pod exp-r3-mbw-9Z on w2, Failed; container waiting ErrImageNeverPull: "
+                                     "image not present]")
+
+
+def test_a_failed_run_supersedes_its_whole_round_while_attempts_remain() -> None:
+    jobs = [job("exp-r3-mbw", ("Complete", "", "")), job("exp-r3-stressapptest", ("Failed", "", ""))]
+    logs = {"exp-r3-mbw": GOOD_LOG}
+    first = round_runs(ROUND, jobs, [], logs, 0, attempt=1, attempts=2)
+    # The neighbour that succeeded ran beside a failure: it is superseded too.
+    assert [(r["attempt"], r["status"], r["superseded"]) for r in first] == [
+        (1, "succeeded", True), (1, "failed", True)]
+    last = round_runs(ROUND, jobs, [], logs, 0, attempt=2, attempts=2)
+    assert [r["superseded"] for r in last] == [False, False]
+    clean = [job(n, ("Complete", "", "")) for n in ("exp-r3-mbw", "exp-r3-stressapptest")]
+    clean_logs = {name: GOOD_LOG for name in ("exp-r3-mbw", "exp-r3-stressapptest")}
+    assert not any(r["superseded"] for r in round_runs(ROUND, clean, [], clean_logs, 0, attempt=1, attempts=2))
+    # Only what counts reaches the figures.
+    assert counted_runs([*first, *last]) == last
+    with pytest.raises(ExperimentError, match="experiment_round_attempts must be a whole number >= 1, got 0"):
+        round_runs(ROUND, jobs, [], logs, 0, attempt=1, attempts=0)
+
+
+def test_superseded_runs_give_no_figure_and_count_as_no_failure() -> None:
+    superseded = {**run("engine", "a", None), "superseded": True}
+    outlier = {**run("engine", "a", 100.0), "superseded": True}
+    summary = summarize({"runs": [run("baseline", "a", 2.0), superseded, outlier, run("engine", "a", 3.0)]})
+    assert summary["rows"] == [
+        {"policy": "engine", "app": "a", "n": 1, "median": 1.5, "min": 1.5, "max": 1.5, "ci_low": 1.5,
+         "ci_high": 1.5, "failed": 0, "predicted": None}
+    ]
