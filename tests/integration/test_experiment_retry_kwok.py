@@ -6,9 +6,10 @@ runs again when one of its runs fails (experiment_round_attempts), and a
 failed run names the Job's reasons and what its pod said of its end.
 
 Shown on a real API server and Job controller (kwokctl, local binaries): kwok
-plays the pods but runs no container, so every Job runs into its
-activeDeadlineSeconds (experiment_job_timeout) and fails. The kind tier
-(test_experiment_kind.py) runs the workloads for real.
+plays the pods but runs no container, and its pod-complete stage ends each
+Job's pod Succeeded with an empty log, so every run lacks its RESULT line and
+fails, on every attempt. The kind tier (test_experiment_kind.py) runs the
+workloads for real.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def test_a_failed_run_runs_its_round_again_and_both_attempts_are_recorded_with_t
         variables = {
             "experiment_apps": [{"name": "mbw", "image": "pts/mbw", "type": "memory"}],
             "experiment_policies": ["baseline"], "experiment_repeats": 1, "experiment_round_attempts": 2,
-            "experiment_job_timeout": 2, "experiment_start_delay": 0, "experiment_poll_interval": 1,
+            "experiment_job_timeout": 120, "experiment_start_delay": 0, "experiment_poll_interval": 1,
             "experiment_image_check": "none", "experiment_output_root": str(out),
             "experiment_python": str(VENV_BIN / "python"),
         }
@@ -58,14 +59,15 @@ def test_a_failed_run_runs_its_round_again_and_both_attempts_are_recorded_with_t
             (1, "failed", True), (2, "failed", False)]
         for record in runs:
             assert record["job"] == "exp-r0-mbw" and record["planned_node"] == "w1"
-            # The Job controller's own reason, not only the condition's type.
-            assert record["error"].startswith("Job exp-r0-mbw did not complete: "), record["error"]
-            assert "DeadlineExceeded" in record["error"], record["error"]
+            # Why, with what the pod said of its end: it ran to completion, and printed nothing.
+            assert record["error"].startswith("no RESULT line in the log [pod exp-r0-mbw-"), record["error"]
+            assert record["error"].endswith(" on w1, Succeeded; container terminated Completed, exit code 0]"), record
+            assert record["termination"]["phase"] == "Succeeded"
         said = [m for m in outcome.messages() if "The round runs again" in m]
-        assert len(said) == 1 and "attempt 1 of 2" in said[0] and "DeadlineExceeded" in said[0], said
+        assert len(said) == 1 and "attempt 1 of 2: no RESULT line in the log" in said[0], said
         text = (run_dir / "report.md").read_text()
         assert "runs: 1 (1 failed),\n  and 1 superseded" in text
-        assert "- round 0 (baseline, repeat 0), attempt 1, mbw: Job exp-r0-mbw did not complete" in text
+        assert "- round 0 (baseline, repeat 0), attempt 1, mbw: no RESULT line in the log" in text
         # Every Job of the run is gone at the end, as before.
         batch = client.BatchV1Api(cluster.api().api_client)
         assert batch.list_namespaced_job("interference-experiment").items == []

@@ -172,9 +172,11 @@ def test_a_second_run_changes_nothing(installed: Installed, first_run: subproces
 def test_outputs_go_to_the_working_folder_and_teardown_leaves_the_collection_unmodified(
     installed: Installed, first_run: subprocess.CompletedProcess[str]
 ) -> None:
-    # One policy, one repeat: the shortest experiment (its Jobs "finish" on kwok, with no logs to read).
+    # One policy, one repeat, one attempt: the shortest experiment (its Jobs "finish" on kwok, with no logs to
+    # read, so a second attempt would fail the same way; test_experiment_retry_kwok.py runs it).
     experiment = installed.playbook("experiment", "-e", '{"experiment_policies": ["engine"]}',
-                                    "-e", "experiment_repeats=1", "-e", "experiment_job_timeout=60", check=False)
+                                    "-e", "experiment_repeats=1", "-e", "experiment_job_timeout=60",
+                                    "-e", "experiment_round_attempts=1", check=False)
     runs = list((installed.work / "interference-output" / "experiments").glob("*"))
     assert len(runs) == 1, f"no run folder under the working folder:\n{experiment.stdout[-3000:]}"
     teardown = installed.playbook("teardown")
