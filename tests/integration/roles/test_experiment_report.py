@@ -26,7 +26,8 @@ def run(policy: str, app: str, value: float | None, repeat: int = 0, pair: list[
     # As the experiment numbers them: a round per app alone, per pair, per policy and repeat.
     together = app if policy == "baseline" else "+".join(pair or [])
     return {
-        "round": ROUNDS.setdefault((policy, repeat, together), len(ROUNDS)), "policy": policy, "repeat": repeat, "app": app, "pair": pair, "job": f"exp-r0-{app}",
+        "round": ROUNDS.setdefault((policy, repeat, together), len(ROUNDS)), "policy": policy, "repeat": repeat,
+        "app": app, "pair": pair, "job": f"exp-r0-{app}",
         "planned_node": "w1", "node": "w1", "start_at": 0, "status": "succeeded" if ok else "failed",
         "result": {"value": value, "better": better, "unit": "s", "wall_seconds": 1.0} if ok else None,
         "error": None if ok else "Job exp-r0-mbw did not complete: Failed", "log": "RESULT ..." if ok else "Killed",
