@@ -43,7 +43,7 @@ def median_interval(values: Sequence[float]) -> tuple[float, float] | None:
     if len(values) == 1:
         return (values[0], values[0])
     rng = random.Random(BOOTSTRAP_SEED)
-    medians = sorted(statistics.median(rng.choices(values, k=len(values))) for _ in range(BOOTSTRAP_SAMPLES))
+    medians = sorted(statistics.median(rng.choices(values, k=len(values))) for _sample in range(BOOTSTRAP_SAMPLES))
     tail = (1 - CONFIDENCE) / 2
     return (medians[int(tail * (BOOTSTRAP_SAMPLES - 1))], medians[math.ceil((1 - tail) * (BOOTSTRAP_SAMPLES - 1))])
 
