@@ -257,6 +257,7 @@ def round_runs(
 ) -> list[dict[str, Any]]:
     """The run records of one attempt at a round, as results.json keeps them.
 
+    `experiment_round` is a round of build_rounds (each job names its Job);
     `jobs` and `pods` are the round's Job and Pod objects as the API server
     returned them, `logs` each Job's log by Job name. A run succeeded when
     its Job completed and its log holds a valid RESULT line. A failed run's
@@ -274,7 +275,7 @@ def round_runs(
     by_name = {(job.get("metadata") or {}).get("name"): job for job in jobs}
     runs = []
     for planned in experiment_round["jobs"]:
-        name = planned.get("job") or job_name(int(experiment_round["index"]), planned["app"])
+        name = planned["job"]
         job = by_name.get(name)
         conditions = _true_conditions(job) if job else []
         own_pods = sorted(
