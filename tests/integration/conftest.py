@@ -21,6 +21,7 @@ import pytest
 from _pytest.nodeid import coerce_node_id
 
 from tests.support import kind
+from tests.support.strategy import strategy_env
 from tests.support.time_spent import Spent, summary
 
 KIND_GROUP = "kind"
@@ -57,6 +58,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     keep_each_modules_file_order(items)
     # Stable: within each part, the order collection (or pytest-randomly) gave.
     items.sort(key=lambda item: item.get_closest_marker("kind") is None)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def ansible_strategy(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The strategy of every ansible-playbook a module starts (tests/support/strategy.py says why).
+
+    Mitogen's linear strategy for the modules that drive a cluster (marked
+    `cluster` or `kind`): their site.yml runs have dozens of module tasks each,
+    where a warm interpreter pays back its start-up. The others (roles rendered
+    on localhost, a few tasks per run) keep Ansible's own, which starts faster.
+    Autouse and module-scoped, so it is in place before the module's cluster
+    fixtures run site.yml; xdist runs a worker's modules one at a time.
+    """
+    drives_a_cluster = any(request.node.get_closest_marker(name) for name in ("cluster", "kind"))
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in strategy_env(drives_a_cluster=drives_a_cluster).items():
+            patch.setenv(name, value)
+        yield
 
 
 def keep_each_modules_file_order(items: list[pytest.Item]) -> None:

@@ -19,6 +19,7 @@ import pytest
 
 from tests.support import kwok
 from tests.support.playbook_json import role_play, run_playbook
+from tests.support.strategy import strategy_env
 from tests.support.tools import tools_bin
 
 pytestmark = [
@@ -48,3 +49,8 @@ def test_nodes_not_ready_in_time_fail_naming_the_variable_and_the_controllers_lo
         # The role made the cluster in `workdir`, as KwokCluster lays it out; none is there when the role failed first.
         with contextlib.suppress(subprocess.CalledProcessError):
             kwok.KwokCluster(name=name, workdir=workdir).delete()
+
+
+def test_a_module_that_drives_a_cluster_runs_its_playbooks_with_the_strategy_chosen_for_it() -> None:
+    """conftest's ansible_strategy fixture reads this module's `cluster` mark (tests/support/strategy.py)."""
+    assert os.environ["ANSIBLE_STRATEGY"] == strategy_env(drives_a_cluster=True)["ANSIBLE_STRATEGY"]
