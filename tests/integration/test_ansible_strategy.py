@@ -2,7 +2,9 @@
 
 Mitogen names the interpreters it keeps warm `python(mitogen:USER@HOST:PID)`;
 Ansible's own strategy runs each module as a fresh `AnsiballZ_<module>.py`. A
-shell task reports its parent process, which is the module's interpreter.
+shell task reports its parent process, which is the module's interpreter (`ps -ww`:
+without it ps cuts the line at 80 columns, before the script's name, when no
+terminal is attached: a fresh clone in a longer path failed so).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ PARENT = [{
     "hosts": "localhost",
     "gather_facts": False,
     "tasks": [
-        {"name": "The module's interpreter", "ansible.builtin.shell": "ps -o args= -p $PPID",
+        {"name": "The module's interpreter", "ansible.builtin.shell": "ps -ww -o args= -p $PPID",
          "register": "parent", "changed_when": False},
         {"name": "Say it", "ansible.builtin.debug": {"msg": "{{ parent.stdout }}"}},
     ],
