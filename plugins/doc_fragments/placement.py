@@ -14,7 +14,8 @@ options:
         case) or C(profile) (pressures from 0 to 1 over V(cpu), V(memory_bandwidth), V(llc), V(disk_io),
         V(network_io)).
       - Optional keys are C(replicas) (default 1), C(resources.requests.cpu) and C(resources.requests.memory)
-        (Kubernetes quantities), C(gpus), C(node_selector) and C(node). Other keys are kept as they are.
+        (Kubernetes quantities), C(gpus), C(node_selector), C(node) and C(cpu_demand) (cores the app would use,
+        for the CPU time-sharing the plan then counts). Other keys are kept as they are.
     type: list
     elements: dict
     required: true

@@ -34,7 +34,7 @@ GPU_RESOURCE = "nvidia.com/gpu"
 # The fields of an app and of a node given as a mapping; anything else is a typo.
 APP_FIELDS: tuple[str, ...] = (
     "name", "image", "type", "profile", "profile_from", "replicas", "resources", "gpus", "node_selector", "node",
-    "command", "args", "env", "scheduler", "security_context", "tolerations",
+    "command", "args", "env", "scheduler", "security_context", "tolerations", "cpu_demand",
 )
 # `taints`, `ready` and `requested` (what pods the plan does not manage already request there, subtracted
 # from `allocatable`) are what nodes_from_k8s reads from the cluster; a plain node has none of them.
@@ -120,6 +120,8 @@ class App:
     scheduler: str | None = None
     # (key, operator, value, effect) per toleration (schema.toleration).
     tolerations: tuple[schema.Toleration, ...] = ()
+    # CPU the app would use if it had it (millicores, `cpu_demand`): what time-sharing counts (timesharing.py).
+    cpu_demand_millicores: int = 0
 
 
 @dataclass
@@ -218,6 +220,18 @@ def _requests(item: Mapping[Any, Any]) -> tuple[int, int]:
     return cpu, memory
 
 
+def _cpu_demand(value: object) -> int:
+    """`cpu_demand`: the cores the app would use if it had them (a quantity such as 1 or 500m), in millicores."""
+    if value is None:
+        return 0
+    try:
+        schema.bounded_quantity(value)
+        millicores = quantity_units(value, True)
+    except (TypeError, ValueError) as exc:
+        raise FieldError("cpu_demand", f"not a CPU quantity {schema.shown(value)}: {exc}") from None
+    return millicores
+
+
 def _env(value: object) -> None:
     for key, setting in schema.mapping(value, "env", "variable name to value").items():
         path = schema.join_path("env", key)
@@ -291,6 +305,7 @@ def _app(index: int, name: str, item: Mapping[Any, Any]) -> App:
         type_label=type_label,
         scheduler=scheduler,
         tolerations=tolerations,
+        cpu_demand_millicores=_cpu_demand(item.get("cpu_demand")),
     )
 
 

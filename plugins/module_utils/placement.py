@@ -42,13 +42,19 @@ How it searches:
    depth-first branch and bound (with symmetry breaking over identical empty
    nodes) finds the true optimum within a fixed budget of search nodes.
 
+6. Time-sharing: when some app declares a `cpu_demand`, moves and swaps
+   that lower the time-shared score (timesharing.py: a node whose demand
+   exceeds its CPUs slows every demanding app there) run on the plan, asked
+   of the same feasibility check; the method then ends in `+time-sharing`.
+
 Where it lives: this module validates the input, runs the steps above and
 reports the plan (Plan, Collisions); search.py holds the searches;
 feasibility.py the one rule that says whether a replica may go on a node,
 which every step asks.
 
 The report gives the method that ran (greedy, greedy+local-search,
-greedy+local-search+annealing, exact), the lower bound and the gap to it.
+greedy+local-search+annealing, exact, each + time-sharing where step 6 ran),
+the lower bound and the gap to it.
 """
 
 from __future__ import annotations
@@ -60,6 +66,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import timesharing
 from .errors import AppInputError, InputError, InterferenceError
 from .feasibility import static_reject_reason, unschedulable_message
 from .interference import EPSILON, PRESSURE_DIMENSIONS, Profile, dot, interference_lower_bound, pair_reason
@@ -200,8 +207,27 @@ class Plan:
             "kept": list(self.kept),
             "moved": list(self.moved),
             **self._cross_node_report(),
+            **self._time_sharing_report(),
             "warning": self.warning(),
             "left_out": left_out(self.apps, self.nodes, self.assignment),
+        }
+
+    def _time_sharing_report(self) -> dict[str, Any]:
+        """The report's `time_sharing` key, present only when some app declares a CPU demand (timesharing.py)."""
+        if not timesharing.active(self.apps):
+            return {}
+        predicted = timesharing.slowdowns(self.apps, self.nodes, self.assignment, self.sharing)
+        return {
+            "time_sharing": {
+                "score": round(sum(value - 1 for per_app in predicted for value in per_app), 6),
+                "predicted_slowdown": {
+                    app.name: round(max(values), 6) for app, values in zip(self.apps, predicted, strict=True) if values
+                },
+                "oversubscribed": [
+                    {"node": entry.name, "demand": entry.demand_cores, "cpus": entry.cpus, "factor": entry.factor}
+                    for entry in timesharing.oversubscribed(self.apps, self.nodes, self.assignment)
+                ],
+            }
         }
 
     def _cross_node_report(self) -> dict[str, Any]:
@@ -533,6 +559,16 @@ def plan_placement(
                 method, proven = "exact", True
     if failure is not None:
         raise failure
+    if timesharing.active(apps):
+        movable = [
+            (app_index, position)
+            for app_index, replicas in enumerate(assignment)
+            for position in range(len(fixed[app_index]), len(replicas))
+        ]
+        timesharing.improve(state, assignment, movable, apps=apps, nodes=nodes, sharing=sharing)
+        method += "+time-sharing"
+        # The pair score's bound says nothing of the time-shared score; only a plan that slows nobody is proven.
+        proven = timesharing.score(apps, nodes, assignment, sharing) <= EPSILON
 
     for app_index, replicas in enumerate(assignment):
         replicas[len(fixed[app_index]):] = sorted(replicas[len(fixed[app_index]):])
@@ -545,7 +581,7 @@ def plan_placement(
         assignment=assignment,
         total_interference=total,
         lower_bound=lower_bound,
-        proven_optimal=proven or total <= lower_bound + EPSILON,
+        proven_optimal=proven or (total <= lower_bound + EPSILON and not timesharing.active(apps)),
         method=method,
         kept=kept,
         moved=moved,

@@ -22,9 +22,9 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ansible_collections.interference.orchestrator.plugins.module_utils.interference import dot
 from ansible_collections.interference.orchestrator.plugins.module_utils.model import parse_apps, parse_nodes
 from ansible_collections.interference.orchestrator.plugins.module_utils.sharing import parse_sharing
+from ansible_collections.interference.orchestrator.plugins.module_utils.timesharing import slowdowns
 
 # Resamples of the percentile bootstrap, and its seed (the report must not change between two derivations).
 BOOTSTRAP_SAMPLES = 2000
@@ -86,38 +86,35 @@ def spearman(left: Sequence[float], right: Sequence[float]) -> float | None:
 def predicted_scores(results: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]) -> list[float | None]:
     """The model's interference score (no unit) of each run in `runs`, from its neighbours in the same attempt.
 
-    A neighbour on the run's node adds the dot product of the two profiles;
-    one on another node of the same group (config.sharing's label, as the
-    apps role's `sharing`) adds the shared part, sum over resources of
-    share_r p_r q_r. None for a run whose node is unknown (no pod).
+    The score is the predicted slowdown less 1 (module_utils/timesharing.py,
+    the engine's one formula): a neighbour on the run's node adds the dot
+    product of the two profiles, one on another node of the same group
+    (config.sharing's label, as the apps role's `sharing`) the shared part,
+    sum over resources of share_r p_r q_r. When the apps declare a
+    `cpu_demand`, a node whose demand exceeds its CPUs slows its apps by the
+    ratio and its neighbours meet for the share of time they run at once.
+    None for a run whose node is unknown (no pod).
     """
-    apps = list(results.get("apps") or [])
+    apps = parse_apps(list(results.get("apps") or []))
     if not apps:
         return [None] * len(runs)
-    profiles = {app.name: app.profile for app in parse_apps(apps)}
+    by_name = {app.name: app for app in apps}
+    nodes = parse_nodes(list((results.get("cluster") or {}).get("nodes") or []))
+    node_index = {node.name: node.index for node in nodes}
     sharing = parse_sharing((results.get("config") or {}).get("sharing"))
-    group: dict[str, int] = {}
-    if sharing.active:
-        nodes = parse_nodes(list((results.get("cluster") or {}).get("nodes") or []))
-        group = dict(zip((node.name for node in nodes), sharing.groups(nodes), strict=True))
-    together: dict[tuple[Any, Any], list[Mapping[str, Any]]] = {}
-    for run in runs:
-        together.setdefault((run.get("round"), run.get("attempt", 1)), []).append(run)
-    scores: list[float | None] = []
-    for run in runs:
-        node = run.get("node")
-        if node is None or run.get("app") not in profiles:
-            scores.append(None)
-            continue
-        mine = profiles[run["app"]]
-        score = 0.0
-        for other in together[(run.get("round"), run.get("attempt", 1))]:
-            theirs = profiles.get(str(other.get("app")))
-            if other is run or theirs is None or other.get("node") is None:
-                continue
-            if other["node"] == node:
-                score += dot(mine, theirs)
-            elif node in group and group[node] == group.get(other["node"]) and group[node] < 0:
-                score += sum(s * a * b for s, a, b in zip(sharing.shares, mine, theirs, strict=True))
-        scores.append(score)
+    together: dict[tuple[Any, Any], list[int]] = {}
+    for position, run in enumerate(runs):
+        if run.get("app") in by_name and run.get("node") in node_index:
+            together.setdefault((run.get("round"), run.get("attempt", 1)), []).append(position)
+    scores: list[float | None] = [None] * len(runs)
+    for positions in together.values():
+        assignment: list[list[int]] = [[] for _app in apps]
+        replica: dict[int, tuple[int, int]] = {}
+        for position in positions:
+            app = by_name[runs[position]["app"]]
+            replica[position] = (app.index, len(assignment[app.index]))
+            assignment[app.index].append(node_index[runs[position]["node"]])
+        predicted = slowdowns(apps, nodes, assignment, sharing)
+        for position, (app_index, which) in replica.items():
+            scores[position] = predicted[app_index][which] - 1
     return scores

@@ -47,7 +47,7 @@ LABEL_VALUE_RULE = (
 )
 APP_FIELDS = (
     "valid fields: name, image, type, profile, profile_from, replicas, resources, gpus, node_selector, node, "
-    "command, args, env, scheduler, security_context, tolerations"
+    "command, args, env, scheduler, security_context, tolerations, cpu_demand"
 )
 
 

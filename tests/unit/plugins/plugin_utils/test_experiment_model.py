@@ -16,7 +16,7 @@ from ansible_collections.interference.orchestrator.plugins.plugin_utils.experime
 from hypothesis import given
 from hypothesis import strategies as st
 
-APPS = [
+APPS: list[dict[str, Any]] = [
     {"name": "c-ray", "image": "pts/c-ray", "type": "cpu"},
     {"name": "mbw", "image": "pts/mbw", "type": "memory"},
     {"name": "stress", "image": "pts/stressapptest", "profile": {"memory_bandwidth": 0.5, "cpu": 0.5}},
@@ -96,3 +96,18 @@ def test_the_summary_sets_the_prediction_beside_the_measurement() -> None:
         statistics.correlation([4.5, 4.5, 1.5, 1.5, 4.5, 4.5], [4, 5, 1, 2, 3, 6]))
     assert summary["model"]["pearson"] == pytest.approx(
         statistics.correlation([0.5, 0.5, 0, 0, 0.5, 0.5], [1.5, 1.6, 1.0, 1.1, 1.2, 1.9]))
+
+
+def test_with_declared_demands_the_prediction_counts_the_time_sharing() -> None:
+    # Each app keeps one core busy on 1-CPU workers: a worker with two is shared (x2) and its pair takes turns.
+    apps: list[dict[str, Any]] = [{**app, "cpu_demand": "1"} for app in APPS]
+    runs = [run("worst", "c-ray", "w1", 2.0, 1), run("worst", "stress", "w1", 2.0, 1),
+            run("worst", "mbw", "w2", 2.0, 1)]
+    results: dict[str, Any] = {"apps": apps, "cluster": {"nodes": NODES}, "config": {}}
+    # c-ray and stress: 2 * (1 + 0) - 1, never at the same instant; mbw alone on w2: 0.
+    assert predicted_scores(results, runs) == [pytest.approx(1.0), pytest.approx(1.0), 0.0]
+    # With a memory share across the host, mbw meets stress for the half of the time stress runs: 0.6 * 0.5 * 0.5.
+    results["config"] = {"sharing": {"label": "host", "pressures": {"memory_bandwidth": 0.6}}}
+    scores = predicted_scores(results, runs)
+    assert scores[2] == pytest.approx(0.15)
+    assert scores[1] == pytest.approx(2 * (1 + 0.6 * 0.5 * 1.0) - 1)
