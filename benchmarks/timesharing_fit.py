@@ -74,8 +74,9 @@ def variant_results(results: dict[str, Any], demand: str | None, shares: dict[st
 
 def judged(results: dict[str, Any]) -> list[dict[str, Any]]:
     """Every counted, succeeded run under a policy, with its measured and predicted slowdown."""
-    baselines = {app: entry["value"] for app, entry in summarize(results)["baselines"].items()}
-    better = {app: entry["better"] for app, entry in summarize(results)["baselines"].items()}
+    summary = summarize(results)["baselines"]
+    baselines = {app: entry["value"] for app, entry in summary.items()}
+    better = {app: entry["better"] for app, entry in summary.items()}
     runs = counted_runs(results["runs"])
     rows = []
     for run, score in zip(runs, predicted_scores(results, runs), strict=True):

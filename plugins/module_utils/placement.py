@@ -559,16 +559,17 @@ def plan_placement(
                 method, proven = "exact", True
     if failure is not None:
         raise failure
-    if timesharing.active(apps):
+    time_shared = timesharing.active(apps)
+    if time_shared:
         movable = [
             (app_index, position)
             for app_index, replicas in enumerate(assignment)
             for position in range(len(fixed[app_index]), len(replicas))
         ]
-        timesharing.improve(state, assignment, movable, apps=apps, nodes=nodes, sharing=sharing)
+        shared_score = timesharing.improve(state, assignment, movable, apps=apps, nodes=nodes, sharing=sharing)
         method += "+time-sharing"
         # The pair score's bound says nothing of the time-shared score; only a plan that slows nobody is proven.
-        proven = timesharing.score(apps, nodes, assignment, sharing) <= EPSILON
+        proven = shared_score <= EPSILON
 
     for app_index, replicas in enumerate(assignment):
         replicas[len(fixed[app_index]):] = sorted(replicas[len(fixed[app_index]):])
@@ -581,7 +582,7 @@ def plan_placement(
         assignment=assignment,
         total_interference=total,
         lower_bound=lower_bound,
-        proven_optimal=proven or (total <= lower_bound + EPSILON and not timesharing.active(apps)),
+        proven_optimal=proven or (total <= lower_bound + EPSILON and not time_shared),
         method=method,
         kept=kept,
         moved=moved,

@@ -78,7 +78,7 @@ def _together(demand: float, capacity: float, own: float) -> float:
     """Probability that another demanding replica runs while this one (demand `own`) runs on the same node."""
     if demand <= capacity or demand - own <= 0:
         return 1.0
-    return min(1.0, max(0.0, (capacity - own) / (demand - own)))
+    return max(0.0, (capacity - own) / (demand - own))  # below 1: demand > capacity
 
 
 def node_demands(apps: Sequence[App], nodes: Sequence[Node], assignment: Sequence[Sequence[int]]) -> list[int]:
@@ -98,13 +98,6 @@ def slowdowns(
     terms = [model.terms(node_index) for node_index in range(len(nodes))]
     return [[1 + terms[node_index][model.kind[app.index]] for node_index in placed]
             for app, placed in zip(apps, assignment, strict=True)]
-
-
-def score(
-    apps: Sequence[App], nodes: Sequence[Node], assignment: Sequence[Sequence[int]], sharing: Sharing = NO_SHARING
-) -> float:
-    """The time-shared score of a plan: the sum over replicas of (predicted slowdown - 1)."""
-    return sum(_TimeShared(apps, nodes, assignment, sharing).cost)
 
 
 @dataclass(frozen=True)
@@ -272,8 +265,8 @@ class _TimeShared:
 def improve(
     state: Usage, assignment: list[list[int]], movable: Sequence[tuple[int, int]], *,
     apps: Sequence[App], nodes: Sequence[Node], sharing: Sharing = NO_SHARING,
-) -> int:
-    """Move and swap the movable replicas while that lowers the time-shared score; return the changes kept.
+) -> float:
+    """Move and swap the movable replicas while that lowers the time-shared score; return the plan's score.
 
     `state` is the engine's search._State: a change that would lower the
     score is asked of its one feasibility check (check / check_swap, after
@@ -286,7 +279,6 @@ def improve(
     """
     model = _TimeShared(apps, nodes, assignment, sharing)
     budget = TIMESHARING_BUDGET
-    kept = 0
     replicas = list(movable)
     swaps = len(replicas) <= TIMESHARING_SWAP_MAX
     no_better: set[tuple[int, ...]] = set()
@@ -301,14 +293,13 @@ def improve(
                 if target == source or key in no_better:
                     continue
                 if budget <= 0:
-                    return kept
+                    return sum(model.cost)
                 budget -= 1
                 if model.move(app_index, source, target) < -EPSILON:
                     state.remove(app, source)
                     if state.check(app_index, target) == FITS:
                         state.add(app, target)
                         assignment[app_index][position] = target
-                        kept += 1
                         changed = True
                         no_better.clear()
                         break
@@ -324,7 +315,7 @@ def improve(
                     if source == target or model.kind[app_index] == model.kind[other_app] or key in no_better:
                         continue
                     if budget <= 0:
-                        return kept
+                        return sum(model.cost)
                     budget -= 1
                     change = model.move(app_index, source, target) + model.move(other_app, target, source)
                     if change < -EPSILON and state.check_swap(app_index, target, other_app, source) == FITS:
@@ -333,7 +324,6 @@ def improve(
                             state.add(apps[which], right)
                         assignment[app_index][position] = target
                         assignment[other_app][other_position] = source
-                        kept += 1
                         changed = True
                         no_better.clear()
                         continue
@@ -343,4 +333,4 @@ def improve(
                     model.undo(app_index, source, target)
         if not changed:
             break
-    return kept
+    return sum(model.cost)
