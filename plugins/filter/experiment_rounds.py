@@ -40,12 +40,26 @@ options:
     description: How many times each round runs.
     type: int
     required: true
+  sharing:
+    description:
+      - What the nodes share across nodes (C(label), C(pressures)), as the apps role's C(apps_sharing); the
+        V(engine) policy plans with it, so it runs the plan C(site.yml) would make. Omitted or null - nothing.
+    type: dict
+  scale:
+    description: RUN_BENCHMARK_SCALE of every app that O(scales) does not name.
+    type: int
+    default: 1
+  scales:
+    description:
+      - RUN_BENCHMARK_SCALE per app name, so that workloads of different lengths overlap their neighbours.
+      - A name that is no app, or a value that is not a whole number >= 1, fails naming it.
+    type: dict
 """
 
 EXAMPLES = r"""
 - name: Two repeats of the baseline and the engine's plan
   ansible.builtin.debug:
-    msg: "{{ apps | interference.orchestrator.experiment_rounds(['w1', 'w2'], ['baseline', 'engine'], 2) }}"
+    msg: "{{ apps | interference.orchestrator.experiment_rounds(['w1', 'w2'], ['baseline', 'engine'], 2, scales={'mbw': 16}) }}"
   vars:
     apps:
       - {name: c-ray, image: pts/c-ray, type: cpu}
@@ -54,14 +68,19 @@ EXAMPLES = r"""
 
 RETURN = r"""
 _value:
-  description: C(plans) (policy -> app -> node) and C(rounds) (C(index), C(policy), C(repeat), C(jobs) - C(app), C(node), C(pair)).
+  description:
+    - C(plans) (policy -> app -> node), C(scales) (app -> RUN_BENCHMARK_SCALE) and C(rounds) (C(index), C(policy),
+      C(repeat), C(jobs) - C(app), C(node), C(pair), C(job), C(scale)).
   type: dict
 """
 
 
-def experiment_rounds(apps: list[dict[str, Any]], nodes: list[Any], policies: list[str], repeats: int) -> dict[str, Any]:
+def experiment_rounds(
+    apps: list[dict[str, Any]], nodes: list[Any], policies: list[str], repeats: int, *, sharing: Any = None,
+    scale: Any = 1, scales: Any = None,
+) -> dict[str, Any]:
     """The plans and the rounds of Jobs that run together."""
-    return run_engine(build_rounds, apps, nodes, policies, int(repeats))
+    return run_engine(build_rounds, apps, nodes, policies, int(repeats), sharing=sharing, scale=scale, scales=scales)
 
 
 class FilterModule:

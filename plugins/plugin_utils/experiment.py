@@ -71,19 +71,24 @@ def worst_plan(apps: Sequence[Mapping[str, Any]], nodes: Sequence[str]) -> dict[
     return plan
 
 
-def engine_plan(apps: Sequence[Mapping[str, Any]], nodes: Sequence[Any]) -> dict[str, str]:
-    """The placement engine's plan (first replica of each app), app name -> node name."""
-    plan = place(list(apps), list(nodes), rebalance=True)
+def engine_plan(apps: Sequence[Mapping[str, Any]], nodes: Sequence[Any], sharing: object = None) -> dict[str, str]:
+    """The placement engine's plan (first replica of each app), app name -> node name.
+
+    `sharing` ({label, pressures}) is what the apps role passes as `apps_sharing`,
+    so the policy runs the plan site.yml would make for the same apps and nodes.
+    """
+    plan = place(list(apps), list(nodes), rebalance=True, sharing=sharing)
     return {app.name: plan.node_names(index)[0] for index, app in enumerate(plan.apps)}
 
 
 def policy_plans(
-    apps: Sequence[Mapping[str, Any]], nodes: Sequence[Any], policies: Sequence[str]
+    apps: Sequence[Mapping[str, Any]], nodes: Sequence[Any], policies: Sequence[str], sharing: object = None
 ) -> dict[str, dict[str, str | None]]:
     """Per policy, where each app's Job runs: app name -> node name (None: kube-scheduler chooses).
 
     `nodes` are node names or the engine's node dicts (nodes_from_k8s). The
-    baseline runs every app alone on the first node.
+    baseline runs every app alone on the first node. `sharing` goes to the
+    engine's plan (engine_plan).
     """
     if not isinstance(policies, Sequence) or isinstance(policies, str) or not policies:
         raise ExperimentError("policies must be a non-empty list of " + ", ".join(POLICIES))
@@ -98,7 +103,7 @@ def policy_plans(
         if policy in ("baseline", "pair"):
             plans[policy] = {app["name"]: names[0] for app in apps}
         elif policy == "engine":
-            plans[policy] = dict(engine_plan(apps, nodes))
+            plans[policy] = dict(engine_plan(apps, nodes, sharing))
         elif policy == "alternating":
             plans[policy] = dict(alternating_plan(apps, names))
         elif policy == "worst":
@@ -115,8 +120,36 @@ def job_name(round_index: int, app: str) -> str:
     return f"exp-r{round_index}-{app}"[:63].rstrip("-")
 
 
+def _whole(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def app_scales(apps: Sequence[Mapping[str, Any]], scale: object, scales: object) -> dict[str, int]:
+    """RUN_BENCHMARK_SCALE per app: `scales` (app name -> whole number) where it names the app, else `scale`.
+
+    Workloads differ in length by a factor of ten at one scale (mbw about 1 s,
+    7-Zip about 10 s); per-app scales make them overlap their neighbours for
+    most of their run. Raises ExperimentError naming the field and the app.
+    """
+    if not _whole(scale):
+        raise ExperimentError(f"experiment_scale must be a whole number >= 1, got {scale!r}")
+    if scales is None:
+        scales = {}
+    if not isinstance(scales, Mapping):
+        raise ExperimentError(f"experiment_app_scales must be a mapping of app name to scale, got {scales!r}")
+    names = [app["name"] for app in apps]
+    for name, value in scales.items():
+        if name not in names:
+            known = ", ".join(names)
+            raise ExperimentError(f"experiment_app_scales: {name!r} is not an app of the experiment ({known})")
+        if not _whole(value):
+            raise ExperimentError(f"experiment_app_scales[{name!r}]: must be a whole number >= 1, got {value!r}")
+    return {name: int(scales.get(name, scale)) for name in names}
+
+
 def build_rounds(
-    apps: Sequence[Mapping[str, Any]], nodes: Sequence[Any], policies: Sequence[str], repeats: int
+    apps: Sequence[Mapping[str, Any]], nodes: Sequence[Any], policies: Sequence[str], repeats: int, *,
+    sharing: object = None, scale: object = 1, scales: object = None,
 ) -> dict[str, Any]:
     """The experiment's rounds: each a set of Jobs that run together, then the next round.
 
@@ -124,19 +157,22 @@ def build_rounds(
     the first node), `pair` one round per pair of apps (both on the first
     node), any other policy one round with every app where its plan says.
     Repeats are the outer loop, so slow drift of the machine's load spreads
-    over all policies. Returns {plans, rounds: [{index, policy, repeat, jobs:
-    [{app, node, pair, job}]}]} with node None where kube-scheduler chooses
-    and job the name of the app's Job in that round (job_name).
+    over all policies. Returns {plans, scales, rounds: [{index, policy,
+    repeat, jobs: [{app, node, pair, job, scale}]}]} with node None where
+    kube-scheduler chooses, job the name of the app's Job in that round
+    (job_name) and scale its RUN_BENCHMARK_SCALE (app_scales). `sharing`
+    goes to the engine's plan.
     """
     if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
         raise ExperimentError(f"repeats must be a whole number >= 1, got {repeats!r}")
-    plans = policy_plans(apps, nodes, policies)
+    plans = policy_plans(apps, nodes, policies, sharing)
     names = [app["name"] for app in apps]
+    per_app = app_scales(apps, scale, scales)
     rounds: list[dict[str, Any]] = []
 
     def add(policy: str, repeat: int, jobs: list[dict[str, Any]]) -> None:
         index = len(rounds)
-        jobs = [{**job, "job": job_name(index, job["app"])} for job in jobs]
+        jobs = [{**job, "job": job_name(index, job["app"]), "scale": per_app[job["app"]]} for job in jobs]
         rounds.append({"index": index, "policy": policy, "repeat": repeat, "jobs": jobs})
 
     for repeat in range(repeats):
@@ -151,7 +187,7 @@ def build_rounds(
                         add(policy, repeat, [{"app": n, "node": plan[n], "pair": pair} for n in pair])
             else:
                 add(policy, repeat, [{"app": n, "node": plan[n], "pair": None} for n in names])
-    return {"plans": plans, "rounds": rounds}
+    return {"plans": plans, "scales": per_app, "rounds": rounds}
 
 
 def parse_result_line(log: str) -> dict[str, Any]:
@@ -305,7 +341,7 @@ def round_runs(
             "pair": planned.get("pair"), "job": name, "planned_node": planned.get("node"),
             "node": ((pod or {}).get("spec") or {}).get("nodeName"), "start_at": int(start_at),
             "status": "failed" if error else "succeeded", "result": result, "error": error,
-            "termination": termination, "log": log,
+            "termination": termination, "log": log, "scale": planned.get("scale"),
         })
     retried = attempt < attempts and any(run["status"] == "failed" for run in runs)
     for run in runs:

@@ -100,9 +100,15 @@ def test_experiment_measures_every_app_under_every_policy_with_real_figures(
 ) -> None:
     out = tmp_path / "experiments"
     run = playbook(cluster, "playbooks/experiment.yml", "-e", "experiment_repeats=1", "-e", "experiment_scale=1",
-                   "-e", f"experiment_output_root={out}")
+                   "-e", json.dumps({"experiment_app_scales": {"mbw": 2}}), "-e", f"experiment_output_root={out}")
     assert run.returncode == 0, tail(run)
     results, run_dir = read_run(out)
+    # A per-app scale reaches that app's container only: mbw copies 40 x scale times, a line each.
+    assert results["config"]["app_scales"] == {"c-ray": 1, "mbw": 2, "stressapptest": 1}
+    for record in results["runs"]:
+        if record["app"] == "mbw" and record["status"] == "succeeded":
+            assert record["scale"] == 2
+            assert sum(1 for line in record["log"].splitlines() if line.split("\t")[0].isdigit()) == 80, record["log"]
     apps = [app["name"] for app in results["apps"]]
     # A round in which a run failed runs again (experiment_round_attempts, 2 by default): its first
     # attempt stays in results.json, superseded, with the reason, and is said in the warnings summary.

@@ -134,14 +134,56 @@ def test_rounds_run_each_app_alone_each_policy_together_and_each_pair_repeat_by_
     assert [r["repeat"] for r in rounds] == [0] * per_repeat + [1] * per_repeat
     assert [len(r["jobs"]) for r in rounds[:per_repeat]] == [1, 1, 1, 3, 2, 2, 2]
     assert rounds[3]["jobs"] == [
-        {"app": "c-ray", "node": "w1", "pair": None, "job": "exp-r3-c-ray"},
-        {"app": "compress-7zip", "node": "w1", "pair": None, "job": "exp-r3-compress-7zip"},
-        {"app": "mbw", "node": "w2", "pair": None, "job": "exp-r3-mbw"},
+        {"app": "c-ray", "node": "w1", "pair": None, "job": "exp-r3-c-ray", "scale": 1},
+        {"app": "compress-7zip", "node": "w1", "pair": None, "job": "exp-r3-compress-7zip", "scale": 1},
+        {"app": "mbw", "node": "w2", "pair": None, "job": "exp-r3-mbw", "scale": 1},
     ]
     assert rounds[4]["jobs"][0]["pair"] == ["c-ray", "compress-7zip"]
     assert {j["node"] for r in rounds if r["policy"] == "pair" for j in r["jobs"]} == {"w1"}
     with pytest.raises(ExperimentError, match="repeats must be a whole number"):
         build_rounds(APPS, ["w1", "w2"], ["engine"], 0)
+
+
+def test_per_app_scales_go_to_the_named_apps_jobs_and_the_others_keep_the_common_scale() -> None:
+    built = build_rounds(APPS, ["w1", "w2"], ["baseline", "engine"], 1, scale=2, scales={"mbw": 16, "c-ray": 4})
+    assert built["scales"] == {"c-ray": 4, "compress-7zip": 2, "mbw": 16, "stressapptest": 2}
+    jobs = [job for r in built["rounds"] for job in r["jobs"]]
+    assert len(jobs) == 8
+    assert all(job["scale"] == built["scales"][job["app"]] for job in jobs)
+
+
+@pytest.mark.parametrize(("scale", "scales", "message"), [
+    (0, None, r"experiment_scale must be a whole number >= 1, got 0"),
+    (True, None, r"experiment_scale must be a whole number >= 1, got True"),
+    (1, {"mbx": 2}, r"experiment_app_scales: 'mbx' is not an app of the experiment \(c-ray, "),
+    (1, {"mbw": "16"}, r"experiment_app_scales\['mbw'\]: must be a whole number >= 1, got '16'"),
+    (1, {"mbw": 0}, r"experiment_app_scales\['mbw'\]: must be a whole number >= 1, got 0"),
+    (1, ["mbw"], r"experiment_app_scales must be a mapping of app name to scale"),
+])
+def test_a_bad_scale_is_named_before_any_round(scale: Any, scales: Any, message: str) -> None:
+    with pytest.raises(ExperimentError, match=message):
+        build_rounds(APPS, ["w1", "w2"], ["engine"], 1, scale=scale, scales=scales)
+
+
+# kind's two isolated workers: one CPU each, one host (kubernetes.io/os is the same on both).
+KIND_WORKERS = [{"name": name, "labels": {"kubernetes.io/os": "linux"}, "allocatable": {"cpu": "1", "memory": "8Gi"}}
+                for name in ("w1", "w2")]
+DEMANDING = [dict(app, cpu_demand=1) for app in APPS]
+MEMORY_SHARED = {"label": "kubernetes.io/os", "pressures": {"memory_bandwidth": 0.5}}
+
+
+def test_the_engine_policy_plans_with_the_sharing_site_yml_would_use() -> None:
+    # Every app keeps one core busy and the workers share the memory bus: the two
+    # memory-bound apps take turns on one worker rather than meet across workers.
+    shared = policy_plans(DEMANDING, KIND_WORKERS, ["engine", "worst"], MEMORY_SHARED)
+    assert shared["engine"]["mbw"] == shared["engine"]["stressapptest"]
+    assert shared["engine"]["c-ray"] == shared["engine"]["compress-7zip"]
+    # Without the sharing the same apps are spread by type, as before.
+    alone = policy_plans(DEMANDING, KIND_WORKERS, ["engine"])["engine"]
+    assert alone["mbw"] != alone["stressapptest"]
+    assert alone["c-ray"] != alone["compress-7zip"]
+    built = build_rounds(DEMANDING, KIND_WORKERS, ["engine"], 1, sharing=MEMORY_SHARED)
+    assert built["plans"]["engine"] == shared["engine"]
 
 
 # One round of two Jobs as the API server returns them after the round (k8s_info resources).
