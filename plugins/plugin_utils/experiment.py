@@ -121,6 +121,7 @@ def job_name(round_index: int, app: str) -> str:
 
 
 def _whole(value: object) -> bool:
+    """Whether `value` is an int >= 1 (true/false is no number)."""
     return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
 
@@ -163,7 +164,7 @@ def build_rounds(
     (job_name) and scale its RUN_BENCHMARK_SCALE (app_scales). `sharing`
     goes to the engine's plan.
     """
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+    if not _whole(repeats):
         raise ExperimentError(f"repeats must be a whole number >= 1, got {repeats!r}")
     plans = policy_plans(apps, nodes, policies, sharing)
     names = [app["name"] for app in apps]
@@ -304,9 +305,9 @@ def round_runs(
     run of this attempt is marked `superseded` (its neighbours did not run
     as planned either) and no figure is taken from it.
     """
-    if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 1:
+    if not _whole(attempt):
         raise ExperimentError(f"attempt must be a whole number >= 1, got {attempt!r}")
-    if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
+    if not _whole(attempts):
         raise ExperimentError(f"experiment_round_attempts must be a whole number >= 1, got {attempts!r}")
     by_name = {(job.get("metadata") or {}).get("name"): job for job in jobs}
     runs = []
