@@ -72,6 +72,8 @@ KEEP = {
 def kept(path: str, wrapper: str) -> bool:
     """Whether KEEP leaves this module at the wrapper's own version."""
     return any(w == wrapper and (path == m or (m.endswith("/") and path.startswith(m))) for m, w in KEEP)
+
+
 SEMVER = re.compile(r"^v(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?$")
 
 
@@ -147,12 +149,11 @@ def main(argv: list[str]) -> int:
         print(__doc__, file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory() as scratch:
-        roots = {}
-        for wrapper in WRAPPERS:
-            roots[wrapper] = REPO / wrapper
-            if check:  # a copy, so that `go list` may add go.sum lines without touching the tree
-                roots[wrapper] = Path(scratch) / wrapper
-                shutil.copytree(REPO / wrapper, roots[wrapper])
+        # --check works in a copy, so that `go list` may add go.sum lines without touching the tree.
+        roots = {wrapper: Path(scratch if check else REPO) / wrapper for wrapper in WRAPPERS}
+        if check:
+            for wrapper, root in roots.items():
+                shutil.copytree(REPO / wrapper, root)
         for rounds in range(1, 11):
             lists = {wrapper: build_list(root) for wrapper, root in roots.items()}
             wanted, errors = targets(lists)
