@@ -21,12 +21,19 @@ engine's plan for the same input (`place`, default search_effort) and its
 lower bound. kube-scheduler breaks ties at random, so its figures vary a
 little from run to run.
 
-Run: .venv/bin/python benchmarks/kube_scheduler_heterogeneous.py [--sizes 80 200] [--seeds 1 2 3]
+`--nodes 100 --sizes 1000` runs the 1,000 apps x 100 nodes instances (nodes of
+16, 8, 4 and 2 CPU). `--out` writes the raw rows as JSON first; the table is
+printed from them. `--best` (benchmarks/reference_convergence.py's output)
+adds each instance's best known plan.
+
+Run: .venv/bin/python benchmarks/kube_scheduler_heterogeneous.py [--sizes 80 200] [--seeds 1 2 3] [--nodes 20]
+     [--best benchmarks/results/reference_convergence.json] [--out rows.json]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 import time
@@ -143,33 +150,39 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[80, 200])
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--nodes", type=int, default=NODE_COUNT, help="nodes per instance (one node set per run)")
+    parser.add_argument("--best", type=Path, help="reference_convergence.py's output: the best known plans")
+    parser.add_argument("--out", type=Path, help="write the raw rows here (JSON)")
     args = parser.parse_args()
+    known = json.loads(args.best.read_text())["best"] if args.best else []
+    best = {entry["instance"]: entry["best"] for entry in known}
     missing = missing_tools()
     if missing:
         print(f"missing in {TOOLS}: {', '.join(missing)} (make tools)", file=sys.stderr)
         return 2
-    rows = []
+    rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="kwok-het-") as workdir:
         cluster = KwokCluster(name="bench-het", workdir=Path(workdir))
         cluster.create()
         try:
             core = cluster.api()
-            _, nodes = make_heterogeneous(args.sizes[0], NODE_COUNT, args.seeds[0])
+            _, nodes = make_heterogeneous(args.sizes[0], args.nodes, args.seeds[0])
             for node in nodes:  # every instance of one node count has the same nodes
                 core.create_node(node_body(node))
             wait_for("the nodes to be Ready", lambda: all(
                 any(c.type == "Ready" and c.status == "True" for c in (n.status.conditions or []))
                 for n in core.list_node().items if n.metadata.name.startswith("node-")
-            ) and len([n for n in core.list_node().items if n.metadata.name.startswith("node-")]) == NODE_COUNT)
+            ) and len([n for n in core.list_node().items if n.metadata.name.startswith("node-")]) == args.nodes)
             for size in args.sizes:
                 for seed in args.seeds:
-                    apps, instance_nodes = make_heterogeneous(size, NODE_COUNT, seed)
+                    apps, instance_nodes = make_heterogeneous(size, args.nodes, seed)
                     assert instance_nodes == nodes
                     started = time.perf_counter()
                     plan = place(apps, nodes)
                     engine_seconds = time.perf_counter() - started
                     engine = interference(apps, {a["name"]: plan.node_names(i)[0] for i, a in enumerate(apps)})
-                    row = {"instance": f"{size}x{NODE_COUNT} het #{seed}", "bound": plan.lower_bound,
+                    instance = f"{size}x{args.nodes} het #{seed}"
+                    row = {"instance": instance, "best_known": best.get(instance), "bound": plan.lower_bound,
                            "engine": engine, "engine_reported": plan.total_interference, "engine_s": engine_seconds}
                     for variant, anti in (("default", False), ("anti_affinity", True)):
                         started = time.perf_counter()
@@ -178,13 +191,17 @@ def main() -> int:
                         row[variant] = interference(apps, node_of)
                     rows.append(row)
                     print(row, file=sys.stderr, flush=True)
+                    if args.out:
+                        args.out.write_text(json.dumps(rows, indent=1) + "\n")
         finally:
             cluster.delete()
-    print("| instance | lower bound | engine | kube-scheduler default | kube-scheduler + anti-affinity |")
-    print("|---|---:|---:|---:|---:|")
+    print("| instance | lower bound | best known | engine | kube-scheduler default | kube-scheduler + anti-affinity "
+          "| engine below anti-affinity |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for row in rows:
-        print(f"| {row['instance']} | {row['bound']:.1f} | {row['engine']:.1f} | {row['default']:.1f} "
-              f"| {row['anti_affinity']:.1f} |")
+        known_cell = "-" if row["best_known"] is None else f"{row['best_known']:.1f}"
+        print(f"| {row['instance']} | {row['bound']:.1f} | {known_cell} | {row['engine']:.1f} | {row['default']:.1f} "
+              f"| {row['anti_affinity']:.1f} | {(1 - row['engine'] / row['anti_affinity']) * 100:.1f}% |")
     return 0
 
 

@@ -33,10 +33,12 @@ How it searches:
    and the best plan seen is restored at the end. The budget is a number of
    proposed moves derived from the instance size (ANNEAL_MOVES spread over the
    movable replicas, 100 to 1,000 per replica) times `search_effort`; with a
-   fixed seed, the same input gives the same plan on any machine. Measured
-   against a plain descent over the same moves and against relocations only,
-   it was as good or slightly better (benchmarks/placement.py figures in the
-   README).
+   fixed seed, the same input gives the same plan on any machine. Where the
+   budget is ample (ANNEAL_COLD_FROM moves per replica and more) it starts and
+   ends colder. Measured against a plain descent over the same moves and
+   against relocations only, it was as good or slightly better, and against
+   an independent reference search run until it stopped improving, 0.6% above
+   its best plans on 80 x 20 (docs/benchmarks.md).
 5. Exact search: when the plan is not proven optimal and the instance is
    small (up to 16 replicas to place: the annealing is skipped there), a
    depth-first branch and bound (with symmetry breaking over identical empty
