@@ -33,6 +33,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from reference_convergence import best_known  # benchmarks/, the script's own folder
+
 CODE = r'''
 import hashlib, json, time
 from placement import make_apps, make_heterogeneous, make_nodes
@@ -80,8 +82,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path)
     parser.add_argument("--from-rows", type=Path, help="only print the summary of rows an earlier run wrote (--out)")
     args = parser.parse_args()
-    known = json.loads(args.best.read_text())["best"] if args.best else []
-    best = {entry["instance"]: entry["best"] for entry in known}
+    best = best_known(args.best) if args.best else {}
     if args.from_rows:
         print_summary(json.loads(args.from_rows.read_text()), best)
         return

@@ -49,6 +49,7 @@ from ansible_collections.interference.orchestrator.plugins.module_utils.interfer
 from ansible_collections.interference.orchestrator.plugins.module_utils.placement import place
 
 from benchmarks.placement import make_heterogeneous
+from benchmarks.reference_convergence import best_known
 from tests.support.kwok import TOOLS, KwokCluster, missing_tools, wait_for
 
 REPO = Path(__file__).resolve().parents[1]
@@ -154,8 +155,7 @@ def main() -> int:
     parser.add_argument("--best", type=Path, help="reference_convergence.py's output: the best known plans")
     parser.add_argument("--out", type=Path, help="write the raw rows here (JSON)")
     args = parser.parse_args()
-    known = json.loads(args.best.read_text())["best"] if args.best else []
-    best = {entry["instance"]: entry["best"] for entry in known}
+    best = best_known(args.best) if args.best else {}
     missing = missing_tools()
     if missing:
         print(f"missing in {TOOLS}: {', '.join(missing)} (make tools)", file=sys.stderr)
@@ -182,8 +182,10 @@ def main() -> int:
                     engine_seconds = time.perf_counter() - started
                     engine = interference(apps, {a["name"]: plan.node_names(i)[0] for i, a in enumerate(apps)})
                     instance = f"{size}x{args.nodes} het #{seed}"
-                    row = {"instance": instance, "best_known": best.get(instance), "bound": plan.lower_bound,
-                           "engine": engine, "engine_reported": plan.total_interference, "engine_s": engine_seconds}
+                    row: dict[str, Any] = {
+                        "instance": instance, "best_known": best.get(instance), "bound": plan.lower_bound,
+                        "engine": engine, "engine_reported": plan.total_interference, "engine_s": engine_seconds,
+                    }
                     for variant, anti in (("default", False), ("anti_affinity", True)):
                         started = time.perf_counter()
                         node_of = schedule(core, f"het-{size}-{seed}-{variant.replace('_', '-')}", apps, anti)

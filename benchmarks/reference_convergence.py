@@ -59,6 +59,16 @@ def summary(rows: list[dict[str, Any]], settled: float) -> list[dict[str, Any]]:
     return out
 
 
+def best_known(path: Path) -> dict[str, float]:
+    """{instance name: best known score} from this script's output (--out), the other benchmarks' yardstick."""
+    return {entry["instance"]: entry["best"] for entry in json.loads(path.read_text(encoding="utf-8"))["best"]}
+
+
+def save(path: Path, rows: list[dict[str, Any]], settled: float) -> None:
+    """The raw runs and the summary computed from them."""
+    path.write_text(json.dumps({"runs": rows, "best": summary(rows, settled)}, indent=1) + "\n", encoding="utf-8")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", nargs="*", default=["80x20:1-12", "200x20:1-6", "2000x200:1", "10000x1000:1"])
@@ -70,8 +80,6 @@ def main() -> None:
                         help="no search: merge the runs of these earlier outputs (--out) and summarise them")
     args = parser.parse_args()
     rows: list[dict[str, Any]] = [row for path in args.from_runs for row in json.loads(path.read_text())["runs"]]
-    if args.from_runs and args.out:
-        args.out.write_text(json.dumps({"runs": rows, "best": summary(rows, args.settled)}, indent=1) + "\n")
     for size in [] if args.from_runs else args.sizes:
         app_count, node_count, seeds = parse_size(size)
         multiples = [10, 30] + ([100] if app_count <= args.long_max_apps else [])
@@ -89,8 +97,10 @@ def main() -> None:
                            "cpu_s": round(time.process_time() - started, 2)}
                     rows.append(row)
                     print(json.dumps(row), flush=True)
-                    if args.out:
-                        args.out.write_text(json.dumps({"runs": rows, "best": summary(rows, args.settled)}, indent=1))
+                    if args.out:  # after every run: a long search interrupted keeps what it found
+                        save(args.out, rows, args.settled)
+    if args.out:
+        save(args.out, rows, args.settled)
     for entry in summary(rows, args.settled):
         gain = "-" if entry["longest_gain"] is None else f"{entry['longest_gain'] * 100:.3f}%"
         print(f"{entry['instance']:<22} best {entry['best']:>10.2f}  by budget {entry['by_multiple']}  "
