@@ -3,10 +3,15 @@
 #
 #   scripts/phase.sh NAME COMMAND [ARG ...]   run COMMAND as phase NAME
 #   scripts/phase.sh --summary                print the table of the phases recorded so far
+#   scripts/phase.sh --failures               print why the innermost failed phases failed
 #
 # Each phase prints `[phase] NAME: start HH:MM:SS` and `[phase] NAME: end HH:MM:SS, Ns, exit RC`
-# on stderr and appends one tab-separated row (name, start, end, seconds, exit code) to
-# $PHASE_LOG (default .cache/phases.tsv under the repository). The exit code is COMMAND's.
+# on stderr and appends one tab-separated row (name, start, end, seconds, exit code, start and
+# end in epoch seconds) to $PHASE_LOG (default .cache/phases.tsv under the repository). The exit
+# code is COMMAND's. With $PHASE_OUTPUT set (.ci/run sets it), a folder, COMMAND's output, stdout
+# and stderr as one stream, also goes to PHASE_OUTPUT/NAME.log, which --failures reads: a CI log
+# shows only its tail, and what failed first is often far above it (molecule's destroy, the
+# other job's held output).
 # Phases may nest (make test inside .ci/run): the summary lists them in the order they ended,
 # so an outer phase comes after the phases it contains, and its seconds include theirs.
 set -uo pipefail
@@ -23,6 +28,33 @@ if [[ ${1:-} == --summary ]]; then
   exit 0
 fi
 
+if [[ ${1:-} == --failures ]]; then
+  [[ -s $log_file ]] || exit 0
+  # The failed phases that contain no other failed phase (make-test contains them all), each
+  # with the lines that say what failed: Ansible's fatal tasks, pytest's failures, errors. A
+  # phase ends, and is recorded, after the phases inside it: a failed row is inner unless an
+  # earlier failed row lies within its start and end.
+  awk -F '\t' '$5 != 0 && $7 != "" {
+      inner = 1
+      for (i = 1; i <= n; i++) if (s[i] >= $6 && e[i] <= $7) inner = 0
+      n++; s[n] = $6; e[n] = $7
+      if (inner) print $1 "\t" $6 "\t" $7
+    }' "$log_file" >"$log_file.failed"
+  while IFS=$'\t' read -r name _; do
+    out=${PHASE_OUTPUT:+$PHASE_OUTPUT/$name.log}
+    printf '\n[phase] %s failed; what it said:\n' "$name"
+    if [[ -n $out && -s $out ]]; then
+      # Without colours (molecule's), the first failures first: what went wrong before the clean-up.
+      sed -E 's/\x1b\[[0-9;]*[mK]//g' "$out" |
+        grep -E -A14 'fatal: \[|FAILED!|^FAILED |^ERROR |^E  |^Error|^error|ERROR:' | head -n 40
+    else
+      echo "  (its output was not kept: set PHASE_OUTPUT)"
+    fi
+  done <"$log_file.failed"
+  rm -f "$log_file.failed"
+  exit 0
+fi
+
 if (($# < 2)); then
   echo "usage: scripts/phase.sh NAME COMMAND [ARG ...] | --summary" >&2
   exit 2
@@ -32,9 +64,16 @@ shift
 mkdir -p "$(dirname "$log_file")"
 start=$(date +%s)
 printf '[phase] %s: start %s\n' "$name" "$(date -d "@$start" +%T)" >&2
-"$@"
-rc=$?
+if [[ -n ${PHASE_OUTPUT:-} ]]; then
+  mkdir -p "$PHASE_OUTPUT"
+  "$@" 2>&1 | tee -a "$PHASE_OUTPUT/$name.log"
+  rc=${PIPESTATUS[0]}
+else
+  "$@"
+  rc=$?
+fi
 end=$(date +%s)
 printf '[phase] %s: end %s, %ss, exit %s\n' "$name" "$(date -d "@$end" +%T)" "$((end - start))" "$rc" >&2
-printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$(date -d "@$start" +%T)" "$(date -d "@$end" +%T)" "$((end - start))" "$rc" >>"$log_file"
+printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$(date -d "@$start" +%T)" "$(date -d "@$end" +%T)" \
+  "$((end - start))" "$rc" "$start" "$end" >>"$log_file"
 exit "$rc"

@@ -2,16 +2,21 @@
 
 Through real ansible-playbook runs: the cluster_provider role resolving
 `image_source` (a closed local port stands for a registry that does not
-answer, a listening one for one that does), the pts_images role tagging the
+answer; a local HTTP server that answers /v2/ as a registry does, with 401 and
+the Docker-Distribution-API-Version header, for one that does; a port that
+only accepts connections, or an HTTP server that is no registry, for the
+proxies and firewalls that must not pass for one), the pts_images role tagging the
 Debian workloads, the kind config naming the resolved node image, and the
 monitoring stage skipped offline with one line.
 """
 
 from __future__ import annotations
 
+import http.server
 import json
 import re
 import socket
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,10 +33,49 @@ WORKLOADS = {"pts/c-ray": "povray", "pts/compress-7zip": "7zip", "pts/mbw": "mbw
 
 @pytest.fixture
 def listening_port() -> Iterator[int]:
+    """A port that accepts connections and never answers (a firewall or a proxy that holds them)."""
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
         server.listen()
         yield int(server.getsockname()[1])
+
+
+def http_server(status: int, headers: dict[str, str]) -> Iterator[str]:
+    """Serve every GET with `status` and `headers` on a local port; yield the /v2/ URL."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(status)
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v2/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def registry_url() -> Iterator[str]:
+    """What Docker Hub's /v2/ answers without credentials."""
+    yield from http_server(
+        401, {"Docker-Distribution-API-Version": "registry/2.0", "WWW-Authenticate": 'Bearer realm="x"'}
+    )
+
+
+@pytest.fixture
+def web_server_url() -> Iterator[str]:
+    """An HTTP server that is no registry (a captive portal, a proxy's error page)."""
+    yield from http_server(200, {"Content-Type": "text/html"})
 
 
 @pytest.fixture
@@ -63,18 +107,34 @@ def resolve(tmp_path: Path, **extra: Any) -> tuple[str, str]:
 
 def test_auto_builds_offline_when_the_registry_does_not_answer(tmp_path: Path, closed_port: int) -> None:
     source, reason = resolve(
-        tmp_path, cluster_provider_registry_probe={"host": "127.0.0.1", "port": closed_port, "timeout": 2}
+        tmp_path, cluster_provider_registry_probe={"url": f"http://127.0.0.1:{closed_port}/v2/", "timeout": 2}
     )
     assert source == "offline"
-    assert reason.startswith(f"auto: no image registry answers (127.0.0.1:{closed_port}")
+    assert reason.startswith(f"auto: no image registry answers (http://127.0.0.1:{closed_port}/v2/: ")
     assert "built here" in reason
 
 
-def test_auto_pulls_when_the_registry_answers(tmp_path: Path, listening_port: int) -> None:
-    source, reason = resolve(
-        tmp_path, cluster_provider_registry_probe={"host": "127.0.0.1", "port": listening_port, "timeout": 2}
+def test_auto_pulls_when_the_registry_answers(tmp_path: Path, registry_url: str) -> None:
+    source, reason = resolve(tmp_path, cluster_provider_registry_probe={"url": registry_url, "timeout": 2})
+    assert (source, reason) == ("registry", f"auto: the registry answers ({registry_url})")
+
+
+def test_a_port_that_only_accepts_connections_is_no_registry(tmp_path: Path, listening_port: int) -> None:
+    # The probe used to be a TCP connection: a firewall or a proxy that accepts it passed for the
+    # registry, and kind then tried to pull kindest/node from nowhere.
+    url = f"http://127.0.0.1:{listening_port}/v2/"
+    source, reason = resolve(tmp_path, cluster_provider_registry_probe={"url": url, "timeout": 1})
+    assert source == "offline"
+    assert reason.startswith(f"auto: no image registry answers ({url}: ")
+    assert "built here" in reason
+
+
+def test_a_web_server_that_is_no_registry_is_no_registry(tmp_path: Path, web_server_url: str) -> None:
+    source, reason = resolve(tmp_path, cluster_provider_registry_probe={"url": web_server_url, "timeout": 2})
+    assert source == "offline"
+    assert reason.startswith(
+        f"auto: no image registry answers ({web_server_url}: HTTP 200 without a Docker-Distribution-API-Version"
     )
-    assert (source, reason) == ("registry", f"auto: the registry answers (127.0.0.1:{listening_port})")
 
 
 @pytest.mark.parametrize("forced", ["registry", "offline"])
@@ -82,7 +142,7 @@ def test_a_set_image_source_wins_over_the_probe(tmp_path: Path, closed_port: int
     source, reason = resolve(
         tmp_path,
         image_source=forced,
-        cluster_provider_registry_probe={"host": "127.0.0.1", "port": closed_port, "timeout": 2},
+        cluster_provider_registry_probe={"url": f"http://127.0.0.1:{closed_port}/v2/", "timeout": 2},
     )
     assert (source, reason) == (forced, f"image_source is set to {forced}")
 
@@ -97,7 +157,7 @@ def test_kwok_runs_no_images_so_the_registry_is_not_asked(tmp_path: Path, closed
         ),
         {
             "cluster_provider_resolved": "kwok",
-            "cluster_provider_registry_probe": {"host": "127.0.0.1", "port": closed_port, "timeout": 2},
+            "cluster_provider_registry_probe": {"url": f"http://127.0.0.1:{closed_port}/v2/", "timeout": 2},
         },
     )
     assert run.returncode == 0, run.report
@@ -111,10 +171,10 @@ def test_an_existing_cluster_is_offline_too_when_no_registry_answers(tmp_path: P
     source, reason = resolve(
         tmp_path,
         cluster_provider_resolved="existing",
-        cluster_provider_registry_probe={"host": "127.0.0.1", "port": closed_port, "timeout": 2},
+        cluster_provider_registry_probe={"url": f"http://127.0.0.1:{closed_port}/v2/", "timeout": 2},
     )
     assert source == "offline"
-    assert reason.startswith(f"auto: no image registry answers (127.0.0.1:{closed_port}")
+    assert reason.startswith(f"auto: no image registry answers (http://127.0.0.1:{closed_port}/v2/: ")
     assert reason.endswith("so the workload images are built here from Go modules and Debian packages")
 
 
@@ -131,7 +191,7 @@ def test_a_bad_images_registry_stops_the_run_before_anything_is_built(
         {
             "cluster_provider_resolved": "existing",
             "images_registry": registry,
-            "cluster_provider_registry_probe": {"host": "127.0.0.1", "port": closed_port, "timeout": 1},
+            "cluster_provider_registry_probe": {"url": f"http://127.0.0.1:{closed_port}/v2/", "timeout": 1},
         },
     )
     assert run.returncode != 0
