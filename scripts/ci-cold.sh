@@ -12,7 +12,8 @@
 # removed: every image named interference-orchestrator/*, interference-extender
 # or interference-gpu-scheduler, after deleting the kind clusters that run
 # them; --keep-images leaves them (a run with a cold Go and pip cache only).
-# Other images, containers and the Docker engine itself are left alone. Needs
+# Other images and containers are left alone; a Docker engine is started
+# where none answers, so that the images can be removed. Needs
 # root, like CI. Takes as long as a cold CI run: start it on a quiet machine.
 set -euo pipefail
 
@@ -28,6 +29,13 @@ git clone -q "$repo_root" "$work/repo"
 mkdir -p "$work/home"
 log "clone of $(git -C "$repo_root" rev-parse --short HEAD) in $work/repo, HOME=$work/home"
 
+# The images live in the engine: start it where none answers (CI stops the one it started, so a
+# machine after a CI run has none), or they would all be there for the "cold" run; and stop it
+# again once they are gone, so that CI starts its own, as on a new machine.
+started_engine=false
+if [[ $keep_images == false ]] && ! docker info >/dev/null 2>&1; then
+  if "$repo_root/scripts/docker-engine.sh" start >&2; then started_engine=true; else log "no Docker engine: no images to remove"; fi
+fi
 if [[ $keep_images == false ]] && docker info >/dev/null 2>&1; then
   kind_bin=$(command -v kind || echo "${INTERFERENCE_TOOLS_BIN:-$HOME/.cache/interference-orchestrator/bin}/kind")
   images=$(docker images --format '{{.Repository}}:{{.Tag}}' |
@@ -46,6 +54,7 @@ if [[ $keep_images == false ]] && docker info >/dev/null 2>&1; then
   fi
   docker builder prune -af >/dev/null 2>&1 || true
 fi
+[[ $started_engine == false ]] || "$repo_root/scripts/docker-engine.sh" stop >&2
 
 # pyenv's shims find their Python under PYENV_ROOT, which defaults to $HOME/.pyenv.
 pyenv_root=${PYENV_ROOT:-$HOME/.pyenv}
