@@ -191,11 +191,20 @@ def _quantities(value: object, field: str) -> dict[str, object]:
         if amount is None:
             continue
         try:
-            schema.bounded_quantity(amount)
+            if isinstance(amount, str):
+                _check_quantity_text(str(amount))
+            else:
+                schema.bounded_quantity(amount)
         except (TypeError, ValueError) as exc:
             raise FieldError(path, f"not a Kubernetes quantity {schema.shown(amount)}: {exc}") from None
         result[name] = amount
     return result
+
+
+@functools.lru_cache(maxsize=1024)
+def _check_quantity_text(text: str) -> None:
+    """schema.bounded_quantity for text, remembered: few quantities recur among many apps (an error is not kept)."""
+    schema.bounded_quantity(text)
 
 
 def _requests(item: Mapping[Any, Any]) -> tuple[int, int]:
@@ -268,9 +277,8 @@ def _app(index: int, name: str, item: Mapping[Any, Any]) -> App:
     image = item.get("image")
     if image is None:
         raise FieldError("image", "missing")
-    if not isinstance(image, str) or not image or len(image) > IMAGE_MAX or not image.isprintable() or any(
-        character.isspace() for character in image
-    ):
+    # Printable text has no whitespace but the plain space (every other is a control or separator character).
+    if not isinstance(image, str) or not image or len(image) > IMAGE_MAX or not image.isprintable() or " " in image:
         raise FieldError("image", f"must be an image reference (no spaces, at most {IMAGE_MAX:,} characters), "
                                   f"{schema.got(image)}")
     profile, type_label = _profile(item)

@@ -12,12 +12,12 @@ huge value cannot flood a message.
 from __future__ import annotations
 
 import difflib
-import json
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
-from typing import NoReturn
+from json.encoder import encode_basestring_ascii
+from typing import NoReturn, cast
 
 # RFC 1123 label and subdomain, as Kubernetes checks names of Deployments and Nodes.
 DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
@@ -289,47 +289,66 @@ def flag(value: object, field: str) -> bool:
 
 
 def json_size(value: object, field: str, limit: int, depth: int = 0) -> int:
-    """Bytes of `value` as json.dumps writes it (at most), checking that it is plain JSON data; stops past `limit`.
+    """Bytes of `value` as json.dumps writes it, checking that it is plain JSON data; stops past `limit`.
 
     Returns a number above `limit` as soon as the value is known to be that
     big, so a list of a thousand aliases of one long string (YAML anchors) is
-    not serialised a thousand times to find out.
+    not serialised a thousand times to find out. An error names the field
+    below `field` where the value is not plain data.
     """
+    return _json_size(value, field, limit, depth)
+
+
+def _field(path: object) -> str:
+    """The field name of a path as _json_size passes it down: a string, or (parent path, key or list position)."""
+    if isinstance(path, str):
+        return path
+    parent, step = cast("tuple[object, object]", path)  # a pair below the top
+    return f"{_field(parent)}[{step}]" if isinstance(step, int) else join_path(_field(parent), step)
+
+
+def _json_size(value: object, path: object, limit: int, depth: int) -> int:
+    # Every app item of every run goes through here (10,000 apps: a third of their validation before this
+    # was written so), so the field's name is put together only for an error, strings are measured by
+    # json's own encoder without its wrappers, and the usual types are asked first.
     if depth > NESTING_MAX:
-        raise FieldError(field, f"nested deeper than {NESTING_MAX} levels")
-    if value is None or isinstance(value, bool):
-        return 5
-    if isinstance(value, int):
-        if abs(value) > QUANTITY_MAX:
-            raise FieldError(field, f"{shown(value)} is too large a number")
-        return len(str(int(value)))
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise FieldError(field, f"{shown(value)} is not a finite number")
-        return len(repr(float(value)))
+        raise FieldError(_field(path), f"nested deeper than {NESTING_MAX} levels")
     if isinstance(value, str):
         if len(value) > limit:
             return len(value) + 2
-        return len(json.dumps(str(value)))
+        return len(encode_basestring_ascii(value))  # what json.dumps writes for a string (ensure_ascii)
     if isinstance(value, Mapping):
-        total = 2
+        total, separator = 2, 0
         for key, element in value.items():
-            path = join_path(field, key)
             if not isinstance(key, str):
-                raise FieldError(path, f"keys must be strings, got {shown(key)}")
-            # '"key": value, ' as json.dumps (and Ansible's to_json) writes it.
-            total += len(json.dumps(str(key))) + 4 + json_size(element, path, limit - total, depth + 1)
+                raise FieldError(join_path(_field(path), key), f"keys must be strings, got {shown(key)}")
+            # '{"key": value, "key": value}' as json.dumps (and Ansible's to_json) writes it.
+            total += separator + len(encode_basestring_ascii(key)) + 2 + _json_size(
+                element, (path, key), limit - total, depth + 1
+            )
             if total > limit:
                 return total
+            separator = 2
         return total
+    if value is None or isinstance(value, bool):
+        return 5 if value is False else 4  # null, true, false
+    if isinstance(value, int):
+        if abs(value) > QUANTITY_MAX:
+            raise FieldError(_field(path), f"{shown(value)} is too large a number")
+        return len(str(int(value)))
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise FieldError(_field(path), f"{shown(value)} is not a finite number")
+        return len(repr(float(value)))
     if isinstance(value, (list, tuple)):
-        total = 2
+        total, separator = 2, 0
         for position, element in enumerate(value):
-            total += 2 + json_size(element, f"{field}[{position}]", limit - total, depth + 1)
+            total += separator + _json_size(element, (path, position), limit - total, depth + 1)
             if total > limit:
                 return total
+            separator = 2
         return total
-    raise FieldError(field, f"must be plain data (strings, numbers, true/false, lists, mappings), {got(value)}")
+    raise FieldError(_field(path), f"must be plain data (strings, numbers, true/false, lists, mappings), {got(value)}")
 
 
 # Taints and tolerations, as Kubernetes writes and checks them (core/v1 Taint and Toleration).
