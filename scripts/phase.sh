@@ -38,9 +38,8 @@ if [[ ${1:-} == --failures ]]; then
       inner = 1
       for (i = 1; i <= n; i++) if (s[i] >= $6 && e[i] <= $7) inner = 0
       n++; s[n] = $6; e[n] = $7
-      if (inner) print $1 "\t" $6 "\t" $7
-    }' "$log_file" >"$log_file.failed"
-  while IFS=$'\t' read -r name _; do
+      if (inner) print $1
+    }' "$log_file" | while read -r name; do
     out=${PHASE_OUTPUT:+$PHASE_OUTPUT/$name.log}
     printf '\n[phase] %s failed; what it said:\n' "$name"
     if [[ -n $out && -s $out ]]; then
@@ -50,13 +49,12 @@ if [[ ${1:-} == --failures ]]; then
     else
       echo "  (its output was not kept: set PHASE_OUTPUT)"
     fi
-  done <"$log_file.failed"
-  rm -f "$log_file.failed"
+  done
   exit 0
 fi
 
 if (($# < 2)); then
-  echo "usage: scripts/phase.sh NAME COMMAND [ARG ...] | --summary" >&2
+  echo "usage: scripts/phase.sh NAME COMMAND [ARG ...] | --summary | --failures" >&2
   exit 2
 fi
 name=$1

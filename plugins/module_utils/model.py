@@ -191,20 +191,11 @@ def _quantities(value: object, field: str) -> dict[str, object]:
         if amount is None:
             continue
         try:
-            if isinstance(amount, str):
-                _check_quantity_text(str(amount))
-            else:
-                schema.bounded_quantity(amount)
+            quantity_units(amount, False)  # schema.bounded_quantity, remembered: few quantities recur among many apps
         except (TypeError, ValueError) as exc:
             raise FieldError(path, f"not a Kubernetes quantity {schema.shown(amount)}: {exc}") from None
         result[name] = amount
     return result
-
-
-@functools.lru_cache(maxsize=1024)
-def _check_quantity_text(text: str) -> None:
-    """schema.bounded_quantity for text, remembered: few quantities recur among many apps (an error is not kept)."""
-    schema.bounded_quantity(text)
 
 
 def _requests(item: Mapping[Any, Any]) -> tuple[int, int]:
