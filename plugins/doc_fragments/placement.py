@@ -1,4 +1,5 @@
-"""Documentation fragments of the placement filters' shared options (place, placement_report, plan_apps)."""
+"""Documentation fragments of the placement filters' shared options (place, placement_report, plan_apps;
+measured_profiles and profile_sources: PROFILE_SOURCES)."""
 
 from __future__ import annotations
 
@@ -34,7 +35,10 @@ options:
       - Apps that are not in the input are ignored; a node that is not in O(nodes) is an error.
     type: dict
   rebalance:
-    description: Ignore O(previous) and place every app afresh.
+    description:
+      - Ignore O(previous) and place every app afresh.
+      - P(interference.orchestrator.plan_apps#filter) with C(max_moves) keeps the running replicas instead and moves
+        only that many.
     type: bool
     default: false
 """
@@ -88,4 +92,17 @@ options:
         description: Resource (V(cpu), V(memory_bandwidth), V(llc), V(disk_io), V(network_io)) to its share, 0 to 1.
         type: dict
         default: {}
+"""
+
+    PROFILE_SOURCES = r"""
+options:
+  _input:
+    description: The apps; an app's C(profile_from) (V(measured) or V(observed)) says where its profile comes from.
+    type: list
+    elements: dict
+    required: true
+  observed:
+    description: App name -> resource -> pressure (the C(observed_profiles) variable, written by playbooks/observe.yml).
+    type: dict
+    default: {}
 """

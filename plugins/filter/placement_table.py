@@ -14,7 +14,8 @@ author: interference.orchestrator maintainers
 description:
   - Internal to the apps role, not part of the collection's public interface; it may change or go without a
     deprecation period (docs/architecture.md, "Public surface").
-  - One row per app and node, columns C(APP), C(TYPE), C(NODE) and C(INTERFERENCE), aligned. INTERFERENCE is the sum
+  - One row per app and node, columns C(APP), C(TYPE), C(PROFILE), C(NODE) and C(INTERFERENCE), aligned. PROFILE
+    is where the app's profile came from (O(sources); V(declared) for an app it does not name). INTERFERENCE is the sum
     of the scores of the pairs the app forms with other apps on that node (the report's C(interference_by_app));
     0 means no noisy neighbour.
   - Apps left to the scheduler extender (C(scheduler=extender)) or to the plugins build (C(scheduler=plugins)) get
@@ -34,6 +35,10 @@ options:
     description: Name of the scheduler-framework plugins build that places the apps with C(scheduler=plugins).
     type: str
     default: gpu-scheduler
+  sources:
+    description: App name -> where its profile came from (P(interference.orchestrator.profile_sources#filter)).
+    type: dict
+    default: {}
 """
 
 EXAMPLES = r"""
@@ -56,10 +61,11 @@ _value:
 
 
 def placement_table(
-    plan: dict[str, Any], scheduler_name: str = "interference-scheduler", plugins_scheduler_name: str = "gpu-scheduler"
+    plan: dict[str, Any], scheduler_name: str = "interference-scheduler", plugins_scheduler_name: str = "gpu-scheduler",
+    sources: dict[str, str] | None = None,
 ) -> list[str]:
     """Return the table lines of a plan_apps result."""
-    return table(plan, scheduler_name, plugins_scheduler_name)
+    return table(plan, scheduler_name, plugins_scheduler_name, sources)
 
 
 class FilterModule:

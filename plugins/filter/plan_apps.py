@@ -47,6 +47,13 @@ options:
         instead) and C(owner) (the value of the label C(interference.orchestrator/apps-owner) on each Deployment,
         which the apps role prunes by; empty for none).
     type: dict
+  max_moves:
+    description:
+      - With O(rebalance=true), keep the running replicas (O(previous)) and move at most this many of them, each by
+        the single-replica move that lowers the total interference most, stopping when none does. Pinned apps never
+        move. Without it, O(rebalance=true) places every app afresh.
+      - A whole number from 0 to 10,000.
+    type: int
 """
 
 EXAMPLES = r"""
@@ -103,11 +110,12 @@ def plan_apps(
     *,
     deployment: dict[str, Any] | None = None,
     sharing: dict[str, Any] | None = None,
+    max_moves: int | None = None,
 ) -> dict[str, Any]:
     """Return {apps, report} (and `manifests` given `deployment`) for one run of the apps role."""
     plan = run_engine(
         compute_plan, apps, nodes, previous=previous, rebalance=rebalance, strict=strict, deployment=deployment,
-        sharing=sharing,
+        sharing=sharing, max_moves=max_moves,
     )
     return plan
 

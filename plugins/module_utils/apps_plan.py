@@ -23,7 +23,7 @@ from .contract import profile_annotation, profile_mapping
 from .errors import AppInputError, InterferenceError
 from .manifests import deployments, parse_settings
 from .model import App, normalised_item, parse_apps, parse_flag, parse_nodes
-from .placement import plan_placement
+from .placement import check_max_moves, plan_placement
 from .sharing import parse_sharing
 
 
@@ -54,7 +54,7 @@ def _facts(item: dict[str, Any], app: App, nodes: list[str] | None) -> dict[str,
 
 def plan_apps(
     items: object, nodes: object, previous: object = None, rebalance: object = False, strict: object = False, *,
-    deployment: object = None, sharing: object = None,
+    deployment: object = None, sharing: object = None, max_moves: object = None,
 ) -> dict[str, Any]:
     """Check every app, place the pinned ones, and return the plan with its report.
 
@@ -71,7 +71,8 @@ def plan_apps(
     apps (an empty plan when none). With `deployment`, the role's settings
     (manifests.SETTINGS_FIELDS), the result also holds `manifests`: one
     Deployment per app, in the order of `apps` (manifests.deployments).
-    `sharing` is placement.place's: what nodes share (sharing.py).
+    `sharing` is placement.place's: what nodes share (sharing.py); `max_moves`
+    too (with `rebalance`: move at most that many running replicas, rebalance.py).
 
     Raises AppInputError / NodeInputError, UnschedulableError, and in strict
     mode InterferenceError, as `placement.place` does.
@@ -91,6 +92,7 @@ def plan_apps(
             previous=previous,
             rebalance=rebalance,
             sharing=parse_sharing(sharing),
+            max_moves=check_max_moves(max_moves),
         )
     except AppInputError as exc:
         index = None if exc.index is None else pinned[exc.index].index

@@ -41,8 +41,10 @@ APP_FIELDS: tuple[str, ...] = (
 NODE_FIELDS: tuple[str, ...] = ("name", "labels", "allocatable", "taints", "ready", "requested")
 # `scheduler`: leave the app to the scheduler extender or to the scheduler-framework plugins build.
 SCHEDULERS: tuple[str, ...] = ("extender", "plugins")
-# `profile_from`: where a measured profile comes from (applied by the measured_profiles filter).
-PROFILE_SOURCES: tuple[str, ...] = ("measured",)
+# `profile_from`: where a profile comes from instead of the declared one (applied by the
+# measured_profiles filter): pairwise co-location runs (playbooks/profile.yml) or the
+# interference probe's view of each app alone (playbooks/observe.yml).
+PROFILE_SOURCES: tuple[str, ...] = ("measured", "observed")
 RESOURCE_SECTIONS: tuple[str, ...] = ("requests", "limits")
 # Resource names Kubernetes knows without a prefix (besides hugepages-<size>);
 # any other resource is an extended one and carries a domain prefix (nvidia.com/gpu).

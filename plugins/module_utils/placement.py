@@ -73,6 +73,7 @@ from .errors import AppInputError, InputError, InterferenceError
 from .feasibility import static_reject_reason, unschedulable_message
 from .interference import EPSILON, PRESSURE_DIMENSIONS, Profile, dot, interference_lower_bound, pair_reason
 from .model import App, Node, parse_apps, parse_flag, parse_nodes
+from .rebalance import MAX_MOVES, bounded_moves
 from .schema import got, shown, untolerated
 from .search import (
     ANNEAL_SEED,
@@ -483,19 +484,33 @@ def check_search_effort(search_effort: object) -> float:
     return float(search_effort)
 
 
+def check_max_moves(max_moves: object) -> int | None:
+    """Validate `max_moves` (None, or a whole number from 0 to rebalance.MAX_MOVES)."""
+    if max_moves is None:
+        return None
+    if isinstance(max_moves, bool) or not isinstance(max_moves, int) or not 0 <= max_moves <= MAX_MOVES:
+        raise InputError(None, None, "max_moves", f"must be a whole number from 0 to {MAX_MOVES:,}, {got(max_moves)}")
+    return max_moves
+
+
 def plan_placement(
     apps: list[App], nodes: list[Node], previous: object = None, rebalance: bool = False,
-    search_effort: float = 1.0, *, sharing: Sharing = NO_SHARING,
+    search_effort: float = 1.0, *, sharing: Sharing = NO_SHARING, max_moves: int | None = None,
 ) -> Plan:
     """Compute the placement of validated apps on validated nodes (see module doc).
 
     `search_effort` scales the annealing budget (0 turns it off; 1 is the
     default; 10 searches ten times as long). `sharing` (sharing.py) makes
-    pairs on different nodes of one group count too.
+    pairs on different nodes of one group count too. With `rebalance` and
+    `max_moves`, the running replicas stay and at most `max_moves` of them
+    move, each by the best move left (rebalance.py); with `rebalance` alone
+    everything is placed anew.
     """
     search_effort = check_search_effort(search_effort)
+    max_moves = check_max_moves(max_moves)
     _check_pins(apps, nodes)
-    previous_nodes = {} if rebalance else _previous_nodes(previous, apps, nodes)
+    bounded = rebalance and max_moves is not None
+    previous_nodes = {} if rebalance and not bounded else _previous_nodes(previous, apps, nodes)
     engine = _Engine(apps, nodes, sharing)
     state = engine.state
     assignment: list[list[int]] = [[] for _ in apps]
@@ -561,6 +576,12 @@ def plan_placement(
                 method, proven = "exact", True
     if failure is not None:
         raise failure
+    if bounded and max_moves:
+        running = [(app_index, position) for app_index, replicas in enumerate(fixed)
+                   for position in range(len(replicas))]
+        for move in bounded_moves(state, apps, assignment, running, max_moves):
+            moved.append({"app": move["app"], "from": move["from"],
+                          "reason": f"rebalance: to {move['to']}, interference -{move['gain']:g}"})
     time_shared = timesharing.active(apps)
     if time_shared:
         movable = [
@@ -594,13 +615,14 @@ def plan_placement(
 
 def place(
     apps: object, nodes: object, previous: object = None, rebalance: object = False, strict: object = False, *,
-    search_effort: object = 1.0, sharing: object = None,
+    search_effort: object = 1.0, sharing: object = None, max_moves: object = None,
 ) -> Plan:
     """Validate raw apps and nodes (plain data) and compute their placement.
 
     `search_effort` (0 to 100, default 1) trades time for plan quality: it
     multiplies the annealing's move budget (see plan_placement). `sharing`
-    ({label, pressures}, sharing.py) says which nodes share what.
+    ({label, pressures}, sharing.py) says which nodes share what. `max_moves`
+    (with `rebalance`): move at most that many running replicas (rebalance.py).
 
     Raises AppInputError / NodeInputError on bad input, UnschedulableError when
     an app fits no node, and InterferenceError in strict mode when the plan
@@ -611,7 +633,7 @@ def place(
     effort = check_search_effort(search_effort)
     plan = plan_placement(
         app_list, node_list, previous=previous, rebalance=parse_flag(rebalance, "rebalance"), search_effort=effort,
-        sharing=parse_sharing(sharing),
+        sharing=parse_sharing(sharing), max_moves=check_max_moves(max_moves),
     )
     if parse_flag(strict, "strict"):
         warning = plan.warning()

@@ -60,7 +60,7 @@ def mean_pressure(run: Mapping[str, Any], node: str, resource: str) -> float | N
     return fmean(v for _, v in samples) if samples else None
 
 
-def _check(results: Mapping[str, Any]) -> tuple[list[str], list[Mapping[str, Any]]]:
+def check_results(results: Mapping[str, Any]) -> tuple[list[str], list[Mapping[str, Any]]]:
     try:
         nodes = list(results["nodes"])
         runs = list(results["runs"])
@@ -81,7 +81,7 @@ def matrices(results: Mapping[str, Any]) -> dict[str, Any]:
     'first_rise_s' and 'first_rise_round_s': {stressor: {stressed: seconds or None}}}. Means are None where a
     series had no sample.
     """
-    nodes, runs = _check(results)
+    nodes, runs = check_results(results)
     stressors = list(dict.fromkeys(run["stressor"] for run in runs if run["stressor"] != "none"))
     margin = float(results.get("config", {}).get("rise_margin", 0.2))
     matrix: dict[str, dict[str, dict[str, float | None]]] = {}

@@ -20,9 +20,10 @@ def _format_score(score: float) -> str:
 
 
 def placement_table(
-    planned: Mapping[str, Any], scheduler_name: str, plugins_scheduler_name: str = "gpu-scheduler"
+    planned: Mapping[str, Any], scheduler_name: str, plugins_scheduler_name: str = "gpu-scheduler",
+    sources: Mapping[str, str] | None = None,
 ) -> list[str]:
-    """The placement as printed by the apps role: a table APP TYPE NODE INTERFERENCE, then the totals.
+    """The placement as printed by the apps role: a table APP TYPE PROFILE NODE INTERFERENCE, then the totals.
 
     One row per app and node; INTERFERENCE is the sum of the scores of the
     pairs the app forms on that node (0: no noisy neighbour), from the
@@ -31,11 +32,14 @@ def placement_table(
     plugins build one naming `plugins_scheduler_name`. The last lines are
     the nodes left out for a reason of their own (NotReady, tainted, full:
     placement.left_out), the plan's warning, when it has one, and its total
-    interference (score).
+    interference (score). PROFILE is where the app's profile came from
+    (`sources`, from profiling.profile_sources; `declared` for an app it
+    does not name).
     """
     report = planned.get("report") or {}
     by_node = {node["name"]: node.get("interference_by_app") or {} for node in report.get("nodes") or []}
-    rows = [["APP", "TYPE", "NODE", "INTERFERENCE"]]
+    rows = [["APP", "TYPE", "PROFILE", "NODE", "INTERFERENCE"]]
+    sources = sources or {}
     entries = planned.get("apps") or []
     for entry in entries:
         if entry.get("extender"):
@@ -46,12 +50,13 @@ def placement_table(
             replicas = nodes.count(node)
             score = by_node.get(node, {}).get(name, 0)
             where = f"{node} ({replicas} replicas)" if replicas > 1 else node
-            rows.append([name, entry["type_label"], where, _format_score(score)])
+            rows.append([name, entry["type_label"], sources.get(name, "declared"), where, _format_score(score)])
     for entry in entries:
         if entry.get("extender"):
             chooser = plugins_scheduler_name if entry.get("scheduler") == PLUGINS else scheduler_name
-            rows.append([entry["name"], entry["type_label"], f"chosen by {chooser}", "-"])
-    widths = [max(len(row[column]) for row in rows) for column in range(4)]
+            rows.append([entry["name"], entry["type_label"], sources.get(entry["name"], "declared"),
+                         f"chosen by {chooser}", "-"])
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
     left_out = report.get("left_out") or []
     for entry in left_out[:LEFT_OUT_LISTED]:

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ansible_collections.interference.orchestrator.plugins.module_utils.interference import PRESSURE_DIMENSIONS, dot
-from ansible_collections.interference.orchestrator.plugins.module_utils.model import parse_apps
+from ansible_collections.interference.orchestrator.plugins.module_utils.model import PROFILE_SOURCES, parse_apps
 
 from .experiment import ExperimentError, counted_runs, slowdown
 
@@ -136,32 +136,69 @@ def fit_profiles(apps: Sequence[Mapping[str, Any]], scores: Mapping[str, float])
     }
 
 
-def apply_profiles(
-    apps: Sequence[Mapping[str, Any]], profiles: Mapping[str, Mapping[str, float]]
-) -> list[dict[str, Any]]:
-    """The apps with a measured `profile` in place of the declared one, for apps that opt in.
+def _source(app: Mapping[str, Any], index: int) -> str | None:
+    """The app's `profile_from`, lower-cased (None: its declared profile); anything else is an error naming it."""
+    source = app.get("profile_from")
+    if source is None:
+        return None
+    if not isinstance(source, str) or source.lower() not in PROFILE_SOURCES:
+        raise ExperimentError(f"apps[{index}] ({app.get('name')}): field 'profile_from': expected one of "
+                              f"{', '.join(PROFILE_SOURCES)}, got {source!r}")
+    return source.lower()
 
-    An app opts in with `profile_from: measured`; it must then have a
-    measured profile. Other apps are returned as they are. The declared
-    `type` is kept (labels and reports show it).
+
+def _found(profiles: Mapping[str, Any] | None, name: object) -> Mapping[str, float] | None:
+    found = profiles.get(str(name)) if isinstance(profiles, Mapping) else None
+    return found if isinstance(found, Mapping) else None
+
+
+def apply_profiles(
+    apps: Sequence[Mapping[str, Any]], profiles: Mapping[str, Mapping[str, float]],
+    observed: Mapping[str, Mapping[str, float]] | None = None,
+) -> list[dict[str, Any]]:
+    """The apps with a measured or observed `profile` in place of the declared one, for apps that opt in.
+
+    `profile_from: measured` (playbooks/profile.yml, pairwise): the app must
+    then have a measured profile. `profile_from: observed` (playbooks/observe.yml,
+    one run per app): the observed profile when there is one, else the declared
+    `type` or `profile` (profile_sources says which). Other apps are returned as
+    they are. The declared `type` is kept (labels and reports show it).
     """
     result = []
     for index, app in enumerate(apps):
         item = dict(app)
-        source = item.pop("profile_from", None)
+        source = _source(item, index)
+        item.pop("profile_from", None)
+        name = item.get("name")
         if source is None:
             result.append(dict(app))
             continue
-        name = item.get("name")
-        if source != "measured":
-            raise ExperimentError(f"apps[{index}] ({name}): field 'profile_from': expected 'measured', got {source!r}")
-        measured = profiles.get(str(name)) if isinstance(profiles, Mapping) else None
-        if measured is None:
+        found = _found(profiles if source == "measured" else observed, name)
+        if found is None and source == "measured":
             raise ExperimentError(
                 f"apps[{index}] ({name}): field 'profile_from': no measured profile for it; run playbooks/profile.yml"
             )
-        # An app measured to hurt nobody has an all-zero profile, which the
-        # engine takes only as an explicit zero.
-        item["profile"] = dict(measured) or {"cpu": 0.0}
+        if found is not None:
+            # An app measured to hurt nobody has an all-zero profile, which the
+            # engine takes only as an explicit zero.
+            item["profile"] = dict(found) or {"cpu": 0.0}
         result.append(item)
     return result
+
+
+def profile_sources(
+    apps: Sequence[Mapping[str, Any]], profiles: Mapping[str, Mapping[str, float]] | None = None,
+    observed: Mapping[str, Mapping[str, float]] | None = None,
+) -> dict[str, str]:
+    """App name -> where its profile comes from: `declared`, `measured`, `observed`, or `declared (no observed)`."""
+    sources = {}
+    for index, app in enumerate(apps):
+        source = _source(app, index)
+        name = str(app.get("name"))
+        if source is None:
+            sources[name] = "declared"
+        elif _found(profiles if source == "measured" else observed, name) is not None:
+            sources[name] = source
+        else:
+            sources[name] = f"declared (no {source})"
+    return sources

@@ -32,6 +32,21 @@ What it shows:
   signal (an xfail below): the workers share one host's memory bus, so
   "another node" does not isolate memory bandwidth here.
 
+Then, on the same cluster, playbooks/observe.yml observes the four workloads
+and `burner` (declared `memory`, its command a busy loop) alone on one worker,
+2 repeats of 25 s (about 7 minutes), and shows:
+
+- the profiles file holds every app's profile, spread and repeats, and the
+  report names each app's class;
+- every workload takes the CPU share of a newcomer on its worker;
+- `burner` is observed CPU-dominant, and with `profile_from: observed`
+  site.yml places it beside mbw instead of c-ray (each pinned to a worker),
+  with PROFILE `observed` in the placement table; without an observed
+  profile it keeps its declared one and the run says so.
+- Not shown here (an xfail that prints the classes): mbw and stressapptest
+  coming out memory-dominant. The memory-side signals stay within this host's
+  noise (docs/monitoring.md, "Observed profiles").
+
 Every measured figure is printed (pytest -s, or in the failure message), so
 what the physics did is on record even when an assertion fails. Deletes the
 cluster at the end. Needs a Docker engine and kind in .cache/bin.
@@ -41,25 +56,33 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
+from ansible_collections.interference.orchestrator.plugins.filter.plan_apps import plan_apps
+from ansible_collections.interference.orchestrator.plugins.module_utils.cluster_state import APP_LABEL
 from ansible_collections.interference.orchestrator.plugins.plugin_utils.isolation import matrices
+from ansible_collections.interference.orchestrator.plugins.plugin_utils.observed import observed_profiles
 
 from .test_experiment_kind import TOOLS_BIN, VENV_BIN, docker_answers, free_port, tail
 
 REPO = Path(__file__).resolve().parents[2]
 WORKER = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
 CLUSTER = f"mon-probe-{WORKER}"
+WORKERS = [f"{CLUSTER}-worker", f"{CLUSTER}-worker2"]
 # The probe's interval here (shorter than the default 10 s, to keep the test short); Prometheus scrapes as often.
 INTERVAL_S = 5
 # "Clearly above": the stressed worker's mean CPU pressure exceeds the other's by this much.
 CLEAR_MARGIN = 0.3
 # "Moved" (the memory signal's xfail): a rise above the baseline by more than this.
 MOVED = 0.15
+# A workload "takes the CPU share of a newcomer": its observed cpu pressure (median over repeats) reaches this.
+BUSY = 0.2
 
 pytestmark = [
     pytest.mark.cluster,
@@ -85,7 +108,8 @@ def playbook(env: dict[str, str], path: str, *extra: str) -> subprocess.Complete
 
 
 @pytest.fixture(scope="module")
-def isolation(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """The kind cluster with the offline monitoring chart and the probe, deleted at the end of the module."""
     home = tmp_path_factory.mktemp("mon-kind")
     env = {
         **os.environ,
@@ -93,30 +117,35 @@ def isolation(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, An
         "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
         "KUBECONFIG": str(home / "kubeconfig"),
     }
-    prometheus_port = free_port()
-    ports = ["-e", f"grafana_host_port={free_port()}", "-e", f"prometheus_host_port={prometheus_port}"]
+    ports = ["-e", f"grafana_host_port={free_port()}", "-e", f"prometheus_host_port={free_port()}"]
     stages = ["--tags", "cluster,labels,monitoring,images", *ports, "-e", f"monitoring_probe_interval={INTERVAL_S}s",
               "-e", f"monitoring_offline_scrape_interval={INTERVAL_S}s"]
     try:
         created = playbook(env, "site.yml", *stages)
         assert created.returncode == 0, tail(created)
-        stressors = {"cpu": ["bash", "-c", "while :; do :; done"],
-                     "memory_bandwidth": ["mbw", "-q", "-t0", "-n", "100000000", "256"]}
-        settings = {"isolation_stressors": stressors, "isolation_output_root": str(home / "out"),
-                    "isolation_stress_s": 30, "isolation_warmup_s": 2 * INTERVAL_S,
-                    "isolation_settle_s": 2 * INTERVAL_S, "isolation_step_s": INTERVAL_S}
-        measured = playbook(env, "playbooks/isolation.yml", *ports, "-e", json.dumps(settings))
-        assert measured.returncode == 0, tail(measured)
-        (results_file,) = (home / "out").glob("*/results.json")
-        results = json.loads(results_file.read_text())
-        computed = matrices(results)
-        shown = ("matrix", "baseline", "first_rise_s", "first_rise_round_s", "shares")
-        print(json.dumps({k: computed[k] for k in shown},
-                         indent=1))
-        yield {"results": results, "computed": computed, "dir": results_file.parent}
+        yield {"env": env, "home": home, "ports": ports}
     finally:
         subprocess.run([str(VENV_BIN / "ansible-playbook"), "playbooks/teardown.yml", "-e", "cluster_provider=kind",
                         "-e", f"cluster_name={CLUSTER}"], cwd=REPO, env=env, capture_output=True, check=False)
+
+
+@pytest.fixture(scope="module")
+def isolation(cluster: dict[str, Any]) -> dict[str, Any]:
+    home: Path = cluster["home"]
+    stressors = {"cpu": ["bash", "-c", "while :; do :; done"],
+                 "memory_bandwidth": ["mbw", "-q", "-t0", "-n", "100000000", "256"]}
+    settings = {"isolation_stressors": stressors, "isolation_output_root": str(home / "out"),
+                "isolation_stress_s": 30, "isolation_warmup_s": 2 * INTERVAL_S,
+                "isolation_settle_s": 2 * INTERVAL_S, "isolation_step_s": INTERVAL_S}
+    measured = playbook(cluster["env"], "playbooks/isolation.yml", *cluster["ports"], "-e", json.dumps(settings))
+    assert measured.returncode == 0, tail(measured)
+    (results_file,) = (home / "out").glob("*/results.json")
+    results = json.loads(results_file.read_text())
+    computed = matrices(results)
+    shown = ("matrix", "baseline", "first_rise_s", "first_rise_round_s", "shares")
+    print(json.dumps({k: computed[k] for k in shown},
+                     indent=1))
+    return {"results": results, "computed": computed, "dir": results_file.parent}
 
 
 def test_a_cpu_stressor_raises_its_workers_cpu_pressure_clearly_above_the_other_within_two_intervals(
@@ -181,3 +210,93 @@ def test_the_report_and_heatmap_are_written_beside_results_json(isolation: dict[
         cell = "-" if share is None else f"{share:.2f}"
         assert f"| {resource} | {cell} |" in report, (resource, report)
     assert (run_dir / "heatmap.png").read_bytes().startswith(b"\x89PNG")
+
+
+# Observed profiles (playbooks/observe.yml) on the same cluster: the four workloads as
+# the example inventory declares them, and an app declared `memory` whose command burns CPU.
+OBSERVED_APPS: list[dict[str, Any]] = [
+    {"name": "c-ray", "image": "pts/c-ray", "type": "cpu"},
+    {"name": "compress-7zip", "image": "pts/compress-7zip", "type": "cpu"},
+    {"name": "mbw", "image": "pts/mbw", "type": "memory"},
+    {"name": "stressapptest", "image": "pts/stressapptest", "type": "memory"},
+    {"name": "burner", "image": "pts/mbw", "type": "memory", "command": ["bash", "-c", "while :; do :; done"]},
+]
+
+
+@pytest.fixture(scope="module")
+def observed(cluster: dict[str, Any], isolation: dict[str, Any]) -> dict[str, Any]:
+    """observe.yml's profiles (after the isolation run: one measurement at a time), as results.json and the file."""
+    out = cluster["home"] / "observe"
+    settings = {"apps": OBSERVED_APPS, "interference_output_dir": str(out), "isolation_stress_s": 25,
+                "isolation_warmup_s": 2 * INTERVAL_S, "isolation_settle_s": 0, "isolation_step_s": INTERVAL_S,
+                "isolation_observe_repeats_min": 2, "isolation_observe_repeats_max": 2}
+    run = playbook(cluster["env"], "playbooks/observe.yml", *cluster["ports"], "-e", json.dumps(settings))
+    assert run.returncode == 0, tail(run)
+    (results_file,) = (out / "observe").glob("*/results.json")
+    computed = observed_profiles(json.loads(results_file.read_text()))
+    print(json.dumps({app: {k: e[k] for k in ("class", "profile", "spread", "rises")}
+                      for app, e in computed["apps"].items()}, indent=1))
+    written = yaml.safe_load((out / "observed_profiles.yml").read_text())
+    return {"computed": computed, "file": out / "observed_profiles.yml", "written": written,
+            "report": (results_file.parent / "report.md").read_text()}
+
+
+def test_observed_profiles_are_written_with_their_spread_and_repeats(observed: dict[str, Any]) -> None:
+    computed, written = observed["computed"], observed["written"]
+    assert set(written["observed_profiles"]) == {app["name"] for app in OBSERVED_APPS}
+    for app, entry in computed["apps"].items():
+        assert entry["repeats"] == 2, (app, entry)
+        assert written["observed_profiles_detail"][app] == {
+            "spread": entry["spread"], "repeats": 2, "class": entry["class"]}
+        assert f"| {app} | {entry['class']} |" in observed["report"]
+
+
+def test_every_workload_takes_the_cpu_share_of_a_newcomer_on_its_worker(observed: dict[str, Any]) -> None:
+    apps = observed["computed"]["apps"]
+    busy = {app: apps[app]["profile"]["cpu"] for app in ("c-ray", "compress-7zip", "mbw", "stressapptest")}
+    print(busy)
+    assert all(cpu >= BUSY for cpu in busy.values()), apps
+
+
+# What the Done-when of "placement from monitoring" asks, and this testbed does not show: on 1-CPU
+# kind workers every busy app's largest pressure is the CPU share it takes (0.82 for each, set by
+# the CPU requests' ratio), and the llc / memory_bandwidth signals moved by at most about 0.2 for
+# mbw and a busy loop alike (2026-12-06: mbw llc 0.14, burner llc 0.12, spreads 0.09-0.13 over 3
+# repeats; an mbw over 256 MiB on one worker moved the other's memory signal by 0.00-0.09).
+@pytest.mark.xfail(reason="the memory-side signals are within this host's noise: every workload is CPU-dominant here",
+                   strict=False)
+def test_observed_profiles_class_the_cpu_workloads_cpu_and_the_memory_workloads_memory(
+    observed: dict[str, Any],
+) -> None:
+    classes = {app: entry["class"] for app, entry in observed["computed"]["apps"].items()}
+    print(classes)
+    assert [classes[a] for a in ("c-ray", "compress-7zip", "mbw", "stressapptest")] == [
+        "cpu", "cpu", "memory", "memory"], observed["computed"]["apps"]
+
+
+def test_an_app_declared_memory_that_burns_cpu_is_observed_cpu_and_placed_apart_from_cpu_apps(
+    cluster: dict[str, Any], observed: dict[str, Any],
+) -> None:
+    """c-ray (cpu) pinned to one worker, mbw (memory) to the other: declared, `burner` (memory) joins c-ray;
+    observed (CPU-bound), it joins mbw, and the placement table says where its profile came from."""
+    assert observed["computed"]["apps"]["burner"]["class"] == "cpu", observed["computed"]["apps"]["burner"]
+    first, second = WORKERS
+    apps = [{**OBSERVED_APPS[0], "node": first}, {**OBSERVED_APPS[2], "node": second},
+            {**OBSERVED_APPS[4], "profile_from": "observed"}]
+    declared = plan_apps([{k: v for k, v in a.items() if k != "profile_from"} for a in apps], WORKERS)
+    assert {e["name"]: e["nodes"] for e in declared["apps"]}["burner"] == [first], declared["apps"]
+    run = playbook(cluster["env"], "site.yml", "--tags", "apps", *cluster["ports"], "-e", f"@{observed['file']}",
+                   "-e", json.dumps({"apps": apps}))
+    assert run.returncode == 0, tail(run)
+    assert re.search(r"burner\s+memory\s+observed\s+" + re.escape(second), run.stdout), tail(run)
+    pods = subprocess.run([str(TOOLS_BIN / "kubectl"), "get", "pods", "-n", "interference-apps", "-o", "json"],
+                          env=cluster["env"], capture_output=True, text=True, check=True)
+    node_of = {p["metadata"]["labels"][APP_LABEL]: p["spec"].get("nodeName") for p in json.loads(pods.stdout)["items"]}
+    print(node_of)
+    assert node_of == {"c-ray": first, "mbw": second, "burner": second}, node_of
+    # Without an observed profile for it, burner keeps its declared one, and the run says so (a check run).
+    check = playbook(cluster["env"], "site.yml", "--tags", "apps", "--check", *cluster["ports"],
+                     "-e", json.dumps({"apps": apps, "observed_profiles": {}}))
+    assert check.returncode == 0, tail(check)
+    assert "burner: profile_from observed, but no observed profile for it" in check.stdout, tail(check)
+    assert re.search(r"burner\s+memory\s+declared \(no observed\)\s+", check.stdout), tail(check)

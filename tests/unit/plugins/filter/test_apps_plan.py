@@ -77,12 +77,12 @@ def test_placement_table_lines() -> None:
         {"name": "b", "image": "x", "type": "cpu"},
         {"name": "m", "image": "x", "type": "memory", "scheduler": "extender"},
     ]
-    lines = placement_table(plan_apps(crowded, ["w1"]), "my-scheduler")
+    lines = placement_table(plan_apps(crowded, ["w1"]), "my-scheduler", sources={"b": "observed"})
     assert lines[:4] == [
-        "APP  TYPE    NODE                    INTERFERENCE",
-        "a    cpu     w1 (2 replicas)         3",
-        "b    cpu     w1                      2",
-        "m    memory  chosen by my-scheduler  -",
+        "APP  TYPE    PROFILE   NODE                    INTERFERENCE",
+        "a    cpu     declared  w1 (2 replicas)         3",
+        "b    cpu     observed  w1                      2",
+        "m    memory  declared  chosen by my-scheduler  -",
     ]
     assert lines[4].startswith("WARNING: zero interference is impossible with these nodes: total interference 3")
     assert lines[5] == "Total interference: 3"
@@ -113,8 +113,9 @@ def test_plugins_apps_are_left_to_the_plugins_scheduler_and_named_in_the_table()
     # Only the pinned app is in the engine's plan.
     assert [node["apps"] for node in plan["report"]["nodes"] if node["apps"]] == [["c-ray"]]
     table = placement_table(plan, "interference-scheduler", "gpu-scheduler")
-    assert any(line.split() == ["trainer", "cpu", "chosen", "by", "gpu-scheduler", "-"] for line in table)
-    assert any(line.split() == ["mbw", "memory", "chosen", "by", "interference-scheduler", "-"] for line in table)
+    rows = [line.split() for line in table]
+    assert ["trainer", "cpu", "declared", "chosen", "by", "gpu-scheduler", "-"] in rows
+    assert ["mbw", "memory", "declared", "chosen", "by", "interference-scheduler", "-"] in rows
 
 
 def test_deployed_apps_reads_previous_and_unlisted() -> None:
@@ -167,3 +168,17 @@ def test_natural_sort_orders_as_kind_numbers_workers() -> None:
     assert natural_sort(names) == ["k-control-plane", "k-worker", "k-worker2", "k-worker3", "k-worker10"]
     with pytest.raises(AnsibleFilterError, match=r"^nodes: field 'names': must be a list of node names"):
         natural_sort("k-worker")  # type: ignore[arg-type]
+
+
+def test_rebalance_with_a_move_limit_moves_only_that_many_running_replicas() -> None:
+    apps = [{"name": f"c{i}", "image": "x", "type": "cpu"} for i in range(3)]
+    previous = {"c0": ["w1"], "c1": ["w1"], "c2": ["w1"]}
+    nodes = ["w1", "w2", "w3"]
+    one = plan_apps(apps, nodes, previous=previous, rebalance=True, max_moves=1)
+    assert sorted(n for entry in one["apps"] for n in entry["nodes"]) == ["w1", "w1", "w2"]
+    assert [m["app"] for m in one["report"]["moved"]] == ["c0"]
+    every = plan_apps(apps, nodes, previous=previous, rebalance=True, max_moves=5)
+    assert sorted(n for entry in every["apps"] for n in entry["nodes"]) == ["w1", "w2", "w3"]
+    assert len(every["report"]["moved"]) == 2
+    with pytest.raises(AnsibleFilterError, match=r"max_moves.*must be a whole number from 0 to 10,000"):
+        plan_apps(apps, nodes, previous=previous, rebalance=True, max_moves=-1)

@@ -138,7 +138,7 @@ APP_CASES: list[tuple[str, list[Any], str]] = [
     (
         "profile_from that is not one",
         [app(profile_from="guess")],
-        "apps[0] (web): field 'profile_from': unknown profile_from 'guess': expected one of measured",
+        "apps[0] (web): field 'profile_from': unknown profile_from 'guess': expected one of measured, observed",
     ),
     (
         "resources with a typo",
