@@ -198,7 +198,7 @@ def cross_check(profiles: Mapping[str, Mapping[str, float]], scores: Mapping[str
     """
     names, predicted_side, measured_side = [], [], []
     for key, measured in sorted(scores.items()):
-        left, _, right = key.partition("+")
+        left, _plus, right = key.partition("+")
         if left in profiles and right in profiles:
             predicted = dot(profile_from_mapping(dict(profiles[left])), profile_from_mapping(dict(profiles[right])))
             names.append(pair_key(left, right))
