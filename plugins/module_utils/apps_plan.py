@@ -23,7 +23,7 @@ from .contract import profile_annotation, profile_mapping
 from .errors import AppInputError, InterferenceError
 from .manifests import deployments, parse_settings
 from .model import App, normalised_item, parse_apps, parse_flag, parse_nodes
-from .placement import check_max_moves, plan_placement
+from .placement import plan_placement
 from .sharing import parse_sharing
 
 
@@ -92,7 +92,7 @@ def plan_apps(
             previous=previous,
             rebalance=rebalance,
             sharing=parse_sharing(sharing),
-            max_moves=check_max_moves(max_moves),
+            max_moves=max_moves,
         )
     except AppInputError as exc:
         index = None if exc.index is None else pinned[exc.index].index

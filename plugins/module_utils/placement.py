@@ -495,7 +495,7 @@ def check_max_moves(max_moves: object) -> int | None:
 
 def plan_placement(
     apps: list[App], nodes: list[Node], previous: object = None, rebalance: bool = False,
-    search_effort: float = 1.0, *, sharing: Sharing = NO_SHARING, max_moves: int | None = None,
+    search_effort: float = 1.0, *, sharing: Sharing = NO_SHARING, max_moves: object = None,
 ) -> Plan:
     """Compute the placement of validated apps on validated nodes (see module doc).
 
@@ -507,9 +507,9 @@ def plan_placement(
     everything is placed anew.
     """
     search_effort = check_search_effort(search_effort)
-    max_moves = check_max_moves(max_moves)
+    limit = check_max_moves(max_moves)
     _check_pins(apps, nodes)
-    bounded = rebalance and max_moves is not None
+    bounded = rebalance and limit is not None
     previous_nodes = {} if rebalance and not bounded else _previous_nodes(previous, apps, nodes)
     engine = _Engine(apps, nodes, sharing)
     state = engine.state
@@ -576,10 +576,10 @@ def plan_placement(
                 method, proven = "exact", True
     if failure is not None:
         raise failure
-    if bounded and max_moves:
+    if bounded and limit:
         running = [(app_index, position) for app_index, replicas in enumerate(fixed)
                    for position in range(len(replicas))]
-        for move in bounded_moves(state, apps, assignment, running, max_moves):
+        for move in bounded_moves(state, apps, assignment, running, limit):
             moved.append({"app": move["app"], "from": move["from"],
                           "reason": f"rebalance: to {move['to']}, interference -{move['gain']:g}"})
     time_shared = timesharing.active(apps)
@@ -633,7 +633,7 @@ def place(
     effort = check_search_effort(search_effort)
     plan = plan_placement(
         app_list, node_list, previous=previous, rebalance=parse_flag(rebalance, "rebalance"), search_effort=effort,
-        sharing=parse_sharing(sharing), max_moves=check_max_moves(max_moves),
+        sharing=parse_sharing(sharing), max_moves=max_moves,
     )
     if parse_flag(strict, "strict"):
         warning = plan.warning()

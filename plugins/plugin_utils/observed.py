@@ -42,10 +42,13 @@ from typing import Any
 from ansible_collections.interference.orchestrator.plugins.module_utils.errors import PlacementError
 from ansible_collections.interference.orchestrator.plugins.module_utils.interference import dot, profile_from_mapping
 from ansible_collections.interference.orchestrator.plugins.plugin_utils.experiment_model import pearson, spearman
-from ansible_collections.interference.orchestrator.plugins.plugin_utils.isolation import check_results, mean_pressure
+from ansible_collections.interference.orchestrator.plugins.plugin_utils.isolation import (
+    RESOURCES,
+    check_results,
+    mean_pressure,
+)
 from ansible_collections.interference.orchestrator.plugins.plugin_utils.profiling import pair_key
 
-RESOURCES: tuple[str, ...] = ("cpu", "llc", "memory_bandwidth")
 # Read on every worker (the largest rise counts), not only on the app's own.
 SHARED_RESOURCES: tuple[str, ...] = ("llc", "memory_bandwidth")
 IDLE = "none"
