@@ -54,6 +54,18 @@ options:
         move. Without it, O(rebalance=true) places every app afresh.
       - A whole number from 0 to 10,000.
     type: int
+  move_from:
+    description:
+      - With O(max_moves), only replicas running on these nodes may move (playbooks/rebalance.yml gives the nodes
+        whose measured pressure stayed above its threshold). Every name must be a node of O(nodes).
+    type: list
+    elements: str
+  hold:
+    description:
+      - With O(max_moves), the apps that never move (playbooks/rebalance.yml gives those a PodDisruptionBudget
+        allows no disruption of). Every name must be an app of the input.
+    type: list
+    elements: str
 """
 
 EXAMPLES = r"""
@@ -111,11 +123,13 @@ def plan_apps(
     deployment: dict[str, Any] | None = None,
     sharing: dict[str, Any] | None = None,
     max_moves: int | None = None,
+    move_from: list[str] | None = None,
+    hold: list[str] | None = None,
 ) -> dict[str, Any]:
     """Return {apps, report} (and `manifests` given `deployment`) for one run of the apps role."""
     plan = run_engine(
         compute_plan, apps, nodes, previous=previous, rebalance=rebalance, strict=strict, deployment=deployment,
-        sharing=sharing, max_moves=max_moves,
+        sharing=sharing, max_moves=max_moves, move_from=move_from, hold=hold,
     )
     return plan
 

@@ -54,7 +54,8 @@ def _facts(item: dict[str, Any], app: App, nodes: list[str] | None) -> dict[str,
 
 def plan_apps(
     items: object, nodes: object, previous: object = None, rebalance: object = False, strict: object = False, *,
-    deployment: object = None, sharing: object = None, max_moves: object = None,
+    deployment: object = None, sharing: object = None, max_moves: object = None, move_from: object = None,
+    hold: object = None,
 ) -> dict[str, Any]:
     """Check every app, place the pinned ones, and return the plan with its report.
 
@@ -72,7 +73,8 @@ def plan_apps(
     (manifests.SETTINGS_FIELDS), the result also holds `manifests`: one
     Deployment per app, in the order of `apps` (manifests.deployments).
     `sharing` is placement.place's: what nodes share (sharing.py); `max_moves`
-    too (with `rebalance`: move at most that many running replicas, rebalance.py).
+    too (with `rebalance`: move at most that many running replicas, rebalance.py),
+    and so are `move_from` (only replicas on these nodes move) and `hold` (these apps never move).
 
     Raises AppInputError / NodeInputError, UnschedulableError, and in strict
     mode InterferenceError, as `placement.place` does.
@@ -93,6 +95,8 @@ def plan_apps(
             rebalance=rebalance,
             sharing=parse_sharing(sharing),
             max_moves=max_moves,
+            move_from=move_from,
+            hold=hold,
         )
     except AppInputError as exc:
         index = None if exc.index is None else pinned[exc.index].index

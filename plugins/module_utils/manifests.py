@@ -12,7 +12,11 @@ Pinning (apps the engine placed):
   plan's distribution;
 - the Recreate strategy: a rolling update would start the new pod beside the
   old one on the same node, which a full node cannot hold and which is itself
-  the co-location this collection exists to avoid.
+  the co-location this collection exists to avoid. A rebalance moves an app to
+  other nodes (playbooks/rebalance.yml) with the setting `strategy:
+  RollingUpdate` instead (maxSurge 1, maxUnavailable 0): the new pod starts on
+  its new node before the old one stops, so the app never lacks a running
+  replica, and the engine's move already found room for it there.
 Apps with `scheduler: extender` (or `plugins`) get schedulerName and no pinning.
 
 Every pod carries the type label and the profile annotation (a JSON object
@@ -29,6 +33,7 @@ the app sets to null is left out.
 
 from __future__ import annotations
 
+import copy
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -62,6 +67,14 @@ class DeploymentSettings:
     # The instance that owns the Deployments (apps_instance): prune selects by OWNER_LABEL alone, so
     # it reaches nothing but this instance's apps ("" for no owner label).
     owner: str = ""
+    # The strategy of pinned Deployments (STRATEGIES): Recreate, or RollingUpdate for a rebalance's moves.
+    strategy: str = "Recreate"
+
+
+STRATEGIES: dict[str, dict[str, Any]] = {
+    "Recreate": {"type": "Recreate"},
+    "RollingUpdate": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
+}
 
 
 # On the Deployment only (not its pods): the apps role's prune selects by it.
@@ -69,7 +82,7 @@ OWNER_LABEL = "interference.orchestrator/apps-owner"
 
 SETTINGS_FIELDS: tuple[str, ...] = (
     "namespace", "command", "security_context", "automount_service_account_token", "scheduler_name",
-    "plugins_scheduler_name", "image_refs", "owner",
+    "plugins_scheduler_name", "image_refs", "owner", "strategy",
 )
 
 
@@ -102,7 +115,14 @@ def _settings(value: object) -> DeploymentSettings:
                                                     "deployment.plugins_scheduler_name"),
         image_refs={str(key): str(ref) for key, ref in image_refs.items()},
         owner=schema.label_value(settings.get("owner", ""), "deployment.owner") if settings.get("owner") else "",
+        strategy=_strategy(settings.get("strategy", "Recreate")),
     )
+
+
+def _strategy(value: object) -> str:
+    if not isinstance(value, str) or value not in STRATEGIES:
+        raise schema.FieldError("deployment.strategy", f"must be one of {', '.join(STRATEGIES)}, {schema.got(value)}")
+    return str(value)
 
 
 def parse_settings(value: object) -> DeploymentSettings:
@@ -231,7 +251,7 @@ def deployment(entry: Mapping[str, Any], settings: DeploymentSettings) -> dict[s
     pod["containers"] = [container(item, settings)]
     spec: dict[str, Any] = {"replicas": schema.whole_number(item.get("replicas", 1), "replicas", 1, 2**31)}
     if not entry["extender"]:
-        spec["strategy"] = {"type": "Recreate"}
+        spec["strategy"] = copy.deepcopy(STRATEGIES[settings.strategy])
     spec["selector"] = {"matchLabels": {APP_LABEL: name, MANAGED_BY_LABEL: MANAGED_BY}}
     spec["template"] = {
         "metadata": {"labels": dict(labels), "annotations": {PROFILE_ANNOTATION: entry["profile_annotation"]}},

@@ -493,9 +493,27 @@ def check_max_moves(max_moves: object) -> int | None:
     return max_moves
 
 
+def check_movable(
+    move_from: object, hold: object, apps: list[App], nodes: list[Node],
+) -> tuple[set[str] | None, set[str]]:
+    """Validate `move_from` (None, or node names) and `hold` (None, or app names): (nodes or None, held apps)."""
+    def names(value: object, field: str, known: set[str], what: str) -> set[str]:
+        if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+            raise InputError(None, None, field, f"must be a list of {what} names, {got(value)}")
+        unknown = sorted(set(value) - known)
+        if unknown:
+            raise InputError(None, None, field, f"names no {what} of this placement: {', '.join(unknown)}")
+        return set(value)
+
+    nodes_from = None if move_from is None else names(move_from, "move_from", {n.name for n in nodes}, "node")
+    held = set() if hold is None else names(hold, "hold", {a.name for a in apps}, "app")
+    return nodes_from, held
+
+
 def plan_placement(
     apps: list[App], nodes: list[Node], previous: object = None, rebalance: bool = False,
     search_effort: float = 1.0, *, sharing: Sharing = NO_SHARING, max_moves: object = None,
+    move_from: object = None, hold: object = None,
 ) -> Plan:
     """Compute the placement of validated apps on validated nodes (see module doc).
 
@@ -503,11 +521,13 @@ def plan_placement(
     default; 10 searches ten times as long). `sharing` (sharing.py) makes
     pairs on different nodes of one group count too. With `rebalance` and
     `max_moves`, the running replicas stay and at most `max_moves` of them
-    move, each by the best move left (rebalance.py); with `rebalance` alone
-    everything is placed anew.
+    move, each by the best move left (rebalance.py): only replicas running on
+    a node of `move_from` (all when None), and never those of an app named in
+    `hold`; with `rebalance` alone everything is placed anew.
     """
     search_effort = check_search_effort(search_effort)
     limit = check_max_moves(max_moves)
+    nodes_from, held = check_movable(move_from, hold, apps, nodes)
     _check_pins(apps, nodes)
     bounded = rebalance and limit is not None
     previous_nodes = {} if rebalance and not bounded else _previous_nodes(previous, apps, nodes)
@@ -578,7 +598,8 @@ def plan_placement(
         raise failure
     if bounded and limit:
         running = [(app_index, position) for app_index, replicas in enumerate(fixed)
-                   for position in range(len(replicas))]
+                   for position, node_index in enumerate(replicas)
+                   if apps[app_index].name not in held and (nodes_from is None or nodes[node_index].name in nodes_from)]
         for move in bounded_moves(state, apps, assignment, running, limit):
             moved.append({"app": move["app"], "from": move["from"],
                           "reason": f"rebalance: to {move['to']}, interference -{move['gain']:g}"})
@@ -615,14 +636,16 @@ def plan_placement(
 
 def place(
     apps: object, nodes: object, previous: object = None, rebalance: object = False, strict: object = False, *,
-    search_effort: object = 1.0, sharing: object = None, max_moves: object = None,
+    search_effort: object = 1.0, sharing: object = None, max_moves: object = None, move_from: object = None,
+    hold: object = None,
 ) -> Plan:
     """Validate raw apps and nodes (plain data) and compute their placement.
 
     `search_effort` (0 to 100, default 1) trades time for plan quality: it
     multiplies the annealing's move budget (see plan_placement). `sharing`
     ({label, pressures}, sharing.py) says which nodes share what. `max_moves`
-    (with `rebalance`): move at most that many running replicas (rebalance.py).
+    (with `rebalance`): move at most that many running replicas (rebalance.py),
+    only from the nodes named in `move_from` and never those of the apps in `hold`.
 
     Raises AppInputError / NodeInputError on bad input, UnschedulableError when
     an app fits no node, and InterferenceError in strict mode when the plan
@@ -633,7 +656,7 @@ def place(
     effort = check_search_effort(search_effort)
     plan = plan_placement(
         app_list, node_list, previous=previous, rebalance=parse_flag(rebalance, "rebalance"), search_effort=effort,
-        sharing=parse_sharing(sharing), max_moves=max_moves,
+        sharing=parse_sharing(sharing), max_moves=max_moves, move_from=move_from, hold=hold,
     )
     if parse_flag(strict, "strict"):
         warning = plan.warning()

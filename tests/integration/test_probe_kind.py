@@ -47,6 +47,17 @@ and `burner` (declared `memory`, its command a busy loop) alone on one worker,
   coming out memory-dominant. The memory-side signals stay within this host's
   noise (docs/monitoring.md, "Observed profiles").
 
+Last, on the same cluster, playbooks/rebalance.yml: two busy loops, one
+declared `cpu` and one `memory`, pinned together on one worker by `node:`
+pins, then given without the pins. The check run names one move and changes
+nothing, and with a PodDisruptionBudget on one of them names the other;
+settings out of range are refused; the run moves exactly one of them to the other worker (a rolling
+update, verified), reads both as CPU-dominant from Prometheus (the one
+declared `memory` too) and writes results.json and a report with the
+pressure before and after; a second run moves nothing and changes nothing;
+a Prometheus that does not answer fails the run, naming its URL, with
+nothing moved.
+
 Every measured figure is printed (pytest -s, or in the failure message), so
 what the physics did is on record even when an assertion fails. Deletes the
 cluster at the end. Needs a Docker engine and kind in .cache/bin.
@@ -58,6 +69,7 @@ import json
 import os
 import re
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -300,3 +312,119 @@ def test_an_app_declared_memory_that_burns_cpu_is_observed_cpu_and_placed_apart_
     assert check.returncode == 0, tail(check)
     assert "burner: profile_from observed, but no observed profile for it" in check.stdout, tail(check)
     assert re.search(r"burner\s+memory\s+declared \(no observed\)\s+", check.stdout), tail(check)
+
+
+SPIN = ["bash", "-c", "while :; do :; done"]
+# The rebalance's window here: a few probe intervals (INTERVAL_S), short to keep the test short.
+REBALANCE_WINDOW_S = 30
+
+
+def node_of_apps(env: dict[str, str]) -> dict[str, list[str]]:
+    pods = subprocess.run([str(TOOLS_BIN / "kubectl"), "get", "pods", "-n", "interference-apps", "-o", "json"],
+                          env=env, capture_output=True, text=True, check=True)
+    found: dict[str, list[str]] = {}
+    for pod in json.loads(pods.stdout)["items"]:
+        if not pod["metadata"].get("deletionTimestamp"):
+            found.setdefault(pod["metadata"]["labels"][APP_LABEL], []).append(pod["spec"].get("nodeName"))
+    return {app: sorted(nodes) for app, nodes in sorted(found.items())}
+
+
+def flat(stdout: str) -> str:
+    """The output with every run of whitespace made one space: the YAML callback folds long messages."""
+    return " ".join(stdout.split())
+
+
+def recap_changed(stdout: str) -> int:
+    found = re.search(r"localhost\s+:\s+ok=\d+\s+changed=(\d+)", stdout)
+    assert found, stdout[-2000:]
+    return int(found.group(1))
+
+
+def test_rebalance_separates_two_busy_apps_pinned_together_by_exactly_one_move_and_then_moves_nothing(
+    cluster: dict[str, Any],
+) -> None:
+    first, second = WORKERS
+    # With CPU requests: the probe's share of a busy CPU follows the ratio of the requests (its own is 100m), so
+    # two BestEffort busy loops would leave it nearly all of it (0.03 pressure measured for each, 2026-12-07).
+    requests = {"requests": {"cpu": "300m"}}
+    apps = [{"name": "spin-cpu", "image": "pts/mbw", "type": "cpu", "command": SPIN, "resources": requests},
+            {"name": "spin-memory", "image": "pts/mbw", "type": "memory", "command": SPIN, "resources": requests}]
+    out = cluster["home"] / "rebalance-out"
+    pinned = playbook(cluster["env"], "site.yml", "--tags", "apps", *cluster["ports"],
+                      "-e", json.dumps({"apps": [{**app, "node": first} for app in apps]}))
+    assert pinned.returncode == 0, tail(pinned)
+    assert node_of_apps(cluster["env"]) == {"spin-cpu": [first], "spin-memory": [first]}
+    # Declared, the two are compatible (cpu next to memory): site.yml alone would not separate them.
+    declared = plan_apps(apps, WORKERS, previous={"spin-cpu": [first], "spin-memory": [first]})
+    assert [e["nodes"] for e in declared["apps"]] == [[first], [first]], declared["apps"]
+    # The window must hold the two running together from its start.
+    time.sleep(REBALANCE_WINDOW_S + 2 * INTERVAL_S)
+    settings = {"apps": apps, "apps_rebalance_window_s": REBALANCE_WINDOW_S, "interference_output_dir": str(out)}
+
+    check = playbook(cluster["env"], "playbooks/rebalance.yml", "--check", *cluster["ports"],
+                     "-e", json.dumps(settings))
+    assert check.returncode == 0, tail(check)
+    would = r"Would move: spin-(cpu|memory) " + re.escape(first) + " -> " + re.escape(second)
+    assert re.search(would, flat(check.stdout)), tail(check)
+    assert node_of_apps(cluster["env"]) == {"spin-cpu": [first], "spin-memory": [first]}
+    assert not out.exists()
+    # A PodDisruptionBudget that allows no disruption of spin-cpu holds it: the other one would move instead.
+    budget = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+              "metadata": {"name": "keep-spin-cpu", "namespace": "interference-apps"},
+              "spec": {"minAvailable": 1, "selector": {"matchLabels": {APP_LABEL: "spin-cpu"}}}}
+    kubectl = [str(TOOLS_BIN / "kubectl"), "-n", "interference-apps"]
+    subprocess.run([*kubectl, "apply", "-f", "-"], input=json.dumps(budget), env=cluster["env"], text=True,
+                   capture_output=True, check=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and subprocess.run(
+            [*kubectl, "get", "pdb", "keep-spin-cpu", "-o", "jsonpath={.status.observedGeneration}"],
+            env=cluster["env"], capture_output=True, text=True, check=False).stdout.strip() != "1":
+        time.sleep(2)
+    held = playbook(cluster["env"], "playbooks/rebalance.yml", "--check", *cluster["ports"],
+                    "-e", json.dumps(settings))
+    subprocess.run([*kubectl, "delete", "pdb", "keep-spin-cpu"], env=cluster["env"], capture_output=True, check=True)
+    assert held.returncode == 0, tail(held)
+    assert f"Would move: spin-memory {first} -> {second}" in flat(held.stdout), tail(held)
+    assert 'Held by a PodDisruptionBudget: {"spin-cpu": "keep-spin-cpu"}' in flat(held.stdout), tail(held)
+    # Settings out of range are refused before anything is read.
+    refused = playbook(cluster["env"], "playbooks/rebalance.yml", *cluster["ports"],
+                       "-e", json.dumps({**settings, "apps_rebalance_threshold": 2}))
+    assert refused.returncode != 0
+    assert "rebalance setting 'threshold': expected a number from 0 to 1, got 2" in flat(refused.stdout), tail(refused)
+
+    moved = playbook(cluster["env"], "playbooks/rebalance.yml", *cluster["ports"], "-e", json.dumps(settings))
+    assert moved.returncode == 0, tail(moved)
+    placed = node_of_apps(cluster["env"])
+    print(placed)
+    assert sorted(nodes[0] for nodes in placed.values()) == [first, second], placed
+    (results_file,) = (out / "rebalance").glob("*/results.json")
+    results = json.loads(results_file.read_text())
+    report = (results_file.parent / "report.md").read_text()
+    print(report)
+    assert len(results["plan"]["moves"]) == 1, results["plan"]
+    assert results["plan"]["predicted_after"] < results["plan"]["predicted_before"], results["plan"]
+    assert f"Hot nodes: {first}." in report
+    # Both read CPU-dominant from Prometheus, the one declared memory too.
+    for app in ("spin-cpu", "spin-memory"):
+        assert re.search(rf"\| {app} \| {re.escape(first)} \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| cpu \|",
+                         report), report
+    assert results["after"] and results["after"]["answers"]["pressure_mean"]["status"] == "success"
+    # The moved Deployment rolled: the new pod before the old one stopped.
+    deployment = json.loads(subprocess.run(
+        [str(TOOLS_BIN / "kubectl"), "get", "deployment", "-n", "interference-apps",
+         results["plan"]["moves"][0]["app"], "-o", "json"],
+        env=cluster["env"], capture_output=True, text=True, check=True).stdout)
+    assert deployment["spec"]["strategy"]["rollingUpdate"] == {"maxSurge": 1, "maxUnavailable": 0}
+
+    again = playbook(cluster["env"], "playbooks/rebalance.yml", *cluster["ports"], "-e", json.dumps(settings))
+    assert again.returncode == 0, tail(again)
+    assert "Moving: nothing" in flat(again.stdout), tail(again)
+    assert recap_changed(again.stdout) == 0, tail(again)
+    assert node_of_apps(cluster["env"]) == placed
+    assert len(list((out / "rebalance").glob("*/results.json"))) == 1
+
+    unreachable = playbook(cluster["env"], "playbooks/rebalance.yml", *cluster["ports"], "-e", json.dumps(
+        {**settings, "apps_prometheus_url": f"http://localhost:{free_port()}", "apps_prometheus_wait_s": 5}))
+    assert unreachable.returncode != 0
+    assert "Prometheus did not answer at http://localhost:" in flat(unreachable.stdout), tail(unreachable)
+    assert node_of_apps(cluster["env"]) == placed

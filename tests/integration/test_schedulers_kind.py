@@ -150,10 +150,17 @@ def wait_for_node(env: dict[str, str], name: str, timeout: float = 120) -> str:
         time.sleep(2)
 
 
-def scheduled_by(env: dict[str, str], pod: str) -> list[str]:
-    events = kubectl_json(env, "-n", PODS_NAMESPACE, "get", "events",
-                          "--field-selector", f"involvedObject.name={pod},reason=Scheduled")
-    return [e.get("reportingComponent") or e["source"].get("component", "") for e in events["items"]]
+def scheduled_by(env: dict[str, str], pod: str, timeout: float = 60) -> list[str]:
+    # The scheduler's event broadcaster posts the Scheduled event after the binding, asynchronously, so the
+    # pod can have its node before the event exists: wait for the event rather than read it once.
+    deadline = time.monotonic() + timeout
+    while True:
+        events = kubectl_json(env, "-n", PODS_NAMESPACE, "get", "events",
+                              "--field-selector", f"involvedObject.name={pod},reason=Scheduled")
+        found = [e.get("reportingComponent") or e["source"].get("component", "") for e in events["items"]]
+        if found or time.monotonic() > deadline:
+            return found
+        time.sleep(2)
 
 
 @pytest.mark.parametrize("scheduler", sorted(SCHEDULERS))

@@ -187,6 +187,22 @@ def test_single_node_apps_are_pinned_by_hostname_and_recreated(rendered: dict[st
     assert on_ssd["nodeSelector"] == {"disk": "ssd", HOSTNAME: "cluster-kind-worker2"}
 
 
+def test_a_rebalance_moves_by_a_rolling_update_that_never_lacks_a_running_replica() -> None:
+    apps = [{"name": "c-ray", "image": "pts/c-ray", "type": "cpu"},
+            {"name": "web", "image": "nginx", "type": "cpu", "replicas": 2},
+            {"name": "left", "image": "nginx", "type": "cpu", "scheduler": "extender"}]
+    rolling = build(apps, strategy="RollingUpdate")["manifests"]
+    for name in ("c-ray", "web"):
+        assert rolling[name]["spec"]["strategy"] == {
+            "type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
+    # Apps left to a scheduler keep the Deployment default; the builder's own table is not changed.
+    assert "strategy" not in rolling["left"]["spec"]
+    rolling["c-ray"]["spec"]["strategy"]["rollingUpdate"]["maxSurge"] = 9
+    assert build(apps, strategy="RollingUpdate")["manifests"]["c-ray"]["spec"]["strategy"]["rollingUpdate"] == {
+        "maxSurge": 1, "maxUnavailable": 0}
+    assert build(apps)["manifests"]["c-ray"]["spec"]["strategy"] == {"type": "Recreate"}
+
+
 def test_replicas_on_distinct_nodes_get_affinity_and_a_strict_spread(rendered: dict[str, Any]) -> None:
     planned = rendered["placed"]["web"]
     assert len(set(planned)) == 2
@@ -376,6 +392,8 @@ def test_deployment_annotations_are_those_plan_apps_sized(rendered: dict[str, An
         ({"scheduler_name": "Not A Name"}, "deployment.scheduler_name"),
         ({"automount_service_account_token": "maybe"}, "deployment.automount_service_account_token"),
         ({"namepsace": "x"}, "deployment.namepsace"),
+        ({"strategy": "BlueGreen"}, "deployment.strategy"),
+        ({"strategy": ["Recreate"]}, "deployment.strategy"),
     ],
 )
 def test_bad_settings_name_the_setting(settings: dict[str, Any], field: str) -> None:

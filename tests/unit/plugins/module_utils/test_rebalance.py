@@ -103,3 +103,48 @@ def test_pinned_apps_never_move_and_the_move_is_reported() -> None:
 def test_a_move_limit_out_of_range_is_refused(value: object) -> None:
     with pytest.raises(PlacementError, match=r"max_moves.*must be a whole number from 0 to 10,000"):
         place([{"name": "a", "image": "x", "type": "cpu"}], ["n0"], rebalance=True, max_moves=value)
+
+
+@settings(max_examples=60, deadline=None)
+@given(instances(max_replicas=10, max_nodes=4, capacity=False), st.integers(0, 2**16), st.data())
+def test_only_replicas_on_the_move_from_nodes_and_not_held_move_and_the_first_is_the_best_of_those(
+    instance: Instance, seed: int, data: st.DataObject,
+) -> None:
+    raw_apps, raw_nodes = instance
+    apps, nodes = parse_apps(raw_apps), parse_nodes(raw_nodes)
+    before = random_assignment(apps, len(nodes), seed)
+    sources = data.draw(st.sets(st.integers(0, len(nodes) - 1)))
+    held = data.draw(st.sets(st.integers(0, len(apps) - 1)))
+    plan = place(raw_apps, raw_nodes, previous=named(raw_nodes, raw_apps, before), rebalance=True, max_moves=1,
+                 move_from=[raw_nodes[n]["name"] for n in sorted(sources)],
+                 hold=[raw_apps[a]["name"] for a in sorted(held)])
+    after = plan.assignment
+    assert feasible(apps, nodes, after)
+    # Held apps, and replicas on other nodes, stay.
+    for app_index, (was, now) in enumerate(zip(before, after, strict=True)):
+        gone = Counter(was) - Counter(now)
+        assert app_index not in held or not gone
+        assert all(node in sources for node in gone)
+    # The one move made is the best single move among the allowed ones (brute force).
+    best = pairwise_interference(apps, before)
+    for app_index, replicas in enumerate(before):
+        for position, current in enumerate(replicas):
+            if app_index in held or current not in sources:
+                continue
+            for target in range(len(nodes)):
+                moved = [list(r) for r in before]
+                moved[app_index][position] = target
+                if feasible(apps, nodes, moved):
+                    best = min(best, pairwise_interference(apps, moved))
+    assert pairwise_interference(apps, after) == pytest.approx(best, abs=1e-6)
+
+
+@pytest.mark.parametrize(("field", "value", "message"), [
+    ("move_from", "n0", r"move_from.*must be a list of node names"),
+    ("move_from", ["n9"], r"move_from.*names no node of this placement: n9"),
+    ("hold", [3], r"hold.*must be a list of app names"),
+    ("hold", ["ghost"], r"hold.*names no app of this placement: ghost"),
+])
+def test_move_from_and_hold_name_only_known_nodes_and_apps(field: str, value: object, message: str) -> None:
+    with pytest.raises(PlacementError, match=message):
+        place([{"name": "a", "image": "x", "type": "cpu"}], ["n0"], rebalance=True, max_moves=1, **{field: value})
