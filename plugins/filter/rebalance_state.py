@@ -58,6 +58,9 @@ options:
     type: list
     elements: dict
     default: []
+  queries:
+    description: The PromQL asked (P(interference.orchestrator.rebalance_queries#filter)), named in errors.
+    type: dict
 """
 
 EXAMPLES = r"""
@@ -78,13 +81,13 @@ _value:
 
 def rebalance_state(
     answers: dict[str, Any], *, apps: list[dict[str, Any]], pods: list[dict[str, Any]], workers: list[str],
-    threshold: float, budgets: list[dict[str, Any]] | None = None,
+    threshold: float, budgets: list[dict[str, Any]] | None = None, queries: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Hot nodes, running profiles, the items to plan with and the apps held by a budget."""
     names = [str(app.get("name")) for app in apps]
-    profiles = run_engine(running_profiles, answers, pods, names)
+    profiles = run_engine(running_profiles, answers, pods, names, promql=queries)
     return {
-        "hot_nodes": run_engine(hot_nodes, answers, workers, float(threshold)),
+        "hot_nodes": run_engine(hot_nodes, answers, workers, float(threshold), queries),
         "profiles": profiles,
         "planned": with_profiles(apps, profiles),
         "held": held_by_budgets(budgets or [], pods, names),

@@ -87,30 +87,39 @@ def queries(settings: Mapping[str, Any]) -> dict[str, str]:
             for name, template in QUERY_TEMPLATES.items()}
 
 
-def _vector(answers: Mapping[str, Any], name: str) -> list[Mapping[str, Any]]:
+def _vector(answers: Mapping[str, Any], name: str, promql: Mapping[str, str] | None = None) -> list[Mapping[str, Any]]:
     answer = answers.get(name)
     if not isinstance(answer, Mapping) or answer.get("status") != "success":
         error = answer.get("error", answer) if isinstance(answer, Mapping) else answer
-        raise RebalanceError(f"Prometheus did not answer the query {name} ({QUERY_TEMPLATES[name]}): {error}")
+        raise RebalanceError(f"Prometheus did not answer the query {name} ({_shown(name, promql)}): {error}")
     result = answer.get("data", {}).get("result")
     if not isinstance(result, list):
         raise RebalanceError(f"Prometheus's answer to the query {name} holds no result vector")
     return result
 
 
-def node_pressures(answers: Mapping[str, Any], name: str) -> dict[str, dict[str, float]]:
+def _shown(name: str, promql: Mapping[str, str] | None) -> str:
+    """The PromQL of a query as it was asked (its template when not given)."""
+    return (promql or {}).get(name) or QUERY_TEMPLATES[name]
+
+
+def node_pressures(
+    answers: Mapping[str, Any], name: str, promql: Mapping[str, str] | None = None,
+) -> dict[str, dict[str, float]]:
     """Node -> resource -> value of a pressure query's answer."""
     found: dict[str, dict[str, float]] = {}
-    for sample in _vector(answers, name):
+    for sample in _vector(answers, name, promql):
         labels = sample.get("metric", {})
         if labels.get("resource") in RESOURCES and labels.get("node"):
             found.setdefault(str(labels["node"]), {})[str(labels["resource"])] = float(sample["value"][1])
     return found
 
 
-def hot_nodes(answers: Mapping[str, Any], workers: Sequence[str], threshold: float) -> dict[str, dict[str, float]]:
+def hot_nodes(
+    answers: Mapping[str, Any], workers: Sequence[str], threshold: float, promql: Mapping[str, str] | None = None,
+) -> dict[str, dict[str, float]]:
     """The workers whose pressure was held at or above `threshold` for the window: node -> {resource: held}."""
-    held = node_pressures(answers, "pressure_held")
+    held = node_pressures(answers, "pressure_held", promql)
     return {node: {r: round(v, 4) for r, v in sorted(held[node].items()) if v >= threshold}
             for node in sorted(workers) if node in held and any(v >= threshold for v in held[node].values())}
 
@@ -128,7 +137,7 @@ def app_pods(pods: Sequence[Mapping[str, Any]], apps: Sequence[str]) -> dict[str
 
 def running_profiles(
     answers: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], apps: Sequence[str],
-    config: Mapping[str, Any] | None = None,
+    config: Mapping[str, Any] | None = None, promql: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """App -> {profile, class, nodes, cpu_cores} from the answers and the pods (module doc).
 
@@ -137,8 +146,8 @@ def running_profiles(
     """
     where = app_pods(pods, apps)
     usage_of = {str(s.get("metric", {}).get("pod")): max(0.0, float(s["value"][1]))
-                for s in _vector(answers, "app_cpu")}
-    mean = node_pressures(answers, "pressure_mean")
+                for s in _vector(answers, "app_cpu", promql)}
+    mean = node_pressures(answers, "pressure_mean", promql)
     for app, replicas in where.items():
         if not replicas:
             raise RebalanceError(f"app {app}: no running pod of it in the apps namespace: deploy it with site.yml "
@@ -146,12 +155,12 @@ def running_profiles(
         for pod, node in replicas:
             if pod not in usage_of:
                 raise RebalanceError(f"app {app}: no CPU series for its pod {pod} in Prometheus (query app_cpu: "
-                                     f"{QUERY_TEMPLATES['app_cpu']}); is cAdvisor scraped, and has the pod run "
+                                     f"{_shown('app_cpu', promql)}); is cAdvisor scraped, and has the pod run "
                                      "for a whole window?")
             missing = [r for r in RESOURCES if r not in mean.get(node, {})]
             if missing:
                 raise RebalanceError(f"app {app}: no probe series for {', '.join(missing)} on its node {node} "
-                                     f"(query pressure_mean: {QUERY_TEMPLATES['pressure_mean']}); is the "
+                                     f"(query pressure_mean: {_shown('pressure_mean', promql)}); is the "
                                      "interference probe running there?")
     on_node: dict[str, list[str]] = {}
     for replicas in where.values():

@@ -183,3 +183,13 @@ def test_the_stored_kind_rebalance_report_is_its_results_json_rederived() -> Non
     results = json.loads((stored / "results.json").read_text())
     assert report(results) == (stored / "report.md").read_text()
     assert [m["app"] for m in results["plan"]["moves"]] == ["spin-cpu"]
+
+
+def test_the_error_names_the_query_as_it_was_asked() -> None:
+    asked = queries(SETTINGS)
+    answers = {**ANSWERS, "app_cpu": vector([({"pod": "a-1"}, 0.3), ({"pod": "idle-1"}, 0.0)])}
+    with pytest.raises(RebalanceError) as failure:
+        running_profiles(answers, PODS, ["a", "b", "idle"], promql=asked)
+    assert f"app b: no CPU series for its pod b-1 in Prometheus (query app_cpu: {asked['app_cpu']})" in str(
+        failure.value)
+    assert "{namespace}" not in str(failure.value)
