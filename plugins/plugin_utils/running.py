@@ -175,8 +175,8 @@ def running_profiles(
             shares.append({r: max(0.0, min(1.0, mean[node][r])) * part for r in RESOURCES})
         profile = {r: round(fmean(s[r] for s in shares), 3) for r in RESOURCES}
         result[app] = {"profile": profile, "class": classify(profile, config),
-                       "nodes": sorted(node for _, node in replicas),
-                       "cpu_cores": round(sum(usage_of[pod] for pod, _ in replicas), 4)}
+                       "nodes": sorted(node for _pod, node in replicas),
+                       "cpu_cores": round(sum(usage_of[pod] for pod, _node in replicas), 4)}
     return result
 
 
