@@ -26,7 +26,9 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from ansible_collections.interference.orchestrator.plugins.module_utils.interference import Profile
 from ansible_collections.interference.orchestrator.plugins.module_utils.model import GPU_RESOURCE
+from ansible_collections.interference.orchestrator.plugins.module_utils.sharing import Sharing, cross_node_added
 
 from .facts import (
     ExtenderInputError,
@@ -275,6 +277,39 @@ def _zone_counts(app_key: str, pods: PodIndex, zone_of: Callable[[str], str | No
     return counts
 
 
+def added_interference(
+    profile: Profile,
+    candidates: Sequence[tuple[str, NodeFacts | None, Mapping[str, Any] | None]],
+    pods: PodIndex,
+    known_nodes: Mapping[str, NodeFacts],
+    sharing: Sharing,
+) -> list[float]:
+    """The interference a pod of this profile adds on each candidate: with its pods, and across its group.
+
+    The same-node term is the engine's dot product with the node's pods. With
+    `sharing`, a candidate whose label puts it in a group (a host) adds
+    sharing.cross_node_added with the pods on the group's other nodes, whose
+    labels the view knows (or the request sends); a node without the label is
+    alone. One pass over the nodes holding profiled pods per decision.
+    """
+    values = pods.interference_many(profile, [name for name, _, _ in candidates])
+    if not sharing.active or sharing.label is None:
+        return values
+    label = sharing.label
+    sent = {name: facts for name, facts, _ in candidates if facts is not None}
+
+    def group_of(name: str) -> str | None:
+        facts = sent.get(name) or known_nodes.get(name)
+        return facts.labels.get(label) if facts is not None else None
+
+    loads = pods.group_loads(group_of)
+    for position, (name, _, _) in enumerate(candidates):
+        group = group_of(name)
+        if group is not None and group in loads:
+            values[position] += cross_node_added(profile, pods.node_load(name), loads[group], sharing)
+    return values
+
+
 def score_components(
     args: ExtenderArgs, pods: PodIndex, known_nodes: Mapping[str, NodeFacts], policy: ExtenderPolicy
 ) -> tuple[list[str], dict[str, list[float]]]:
@@ -300,8 +335,9 @@ def score_components(
         return [next(scored) if ok else float(MIN_EXTENDER_PRIORITY) for ok in known]
 
     if weights.interference > 0 and pod.profile is not None:
-        profile = pod.profile
-        components["interference"] = known_only(pods.interference_many(profile, names), False)
+        components["interference"] = known_only(
+            added_interference(pod.profile, candidates, pods, known_nodes, policy.sharing), False
+        )
     if weights.gpu_memory > 0 and pod.gpus > 0:
         memory = [float((facts.gpu_memory_bytes or 0) if facts else 0) for _, facts, _ in candidates]
         if any(memory):

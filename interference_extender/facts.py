@@ -18,8 +18,8 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -233,6 +233,8 @@ class NodeFacts:
     gpu_memory_bytes: int | None  # from GPU_MEMORY_LABEL
     zone: str | None
     spot: bool
+    # Every label, for the group of the policy's `sharing` (compared and hashed by name and the rest only).
+    labels: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
 
 
 def gpu_memory_bytes(value: str | None) -> int | None:
@@ -270,6 +272,7 @@ def node_facts(node: Mapping[str, Any], where: str = "Node") -> NodeFacts:
         gpu_memory_bytes=gpu_memory_bytes(labels.get(GPU_MEMORY_LABEL)),
         zone=labels.get(ZONE_LABEL) or None,
         spot=any(labels.get(key, "").lower() == value for key, value in SPOT_LABELS.items()),
+        labels=dict(labels),
     )
 
 
@@ -354,6 +357,25 @@ class PodIndex:
             0.0 + p0 * s[0] + p1 * s[1] + p2 * s[2] + p3 * s[3] + p4 * s[4]
             for s in (sums.get(node, zero) for node in nodes)
         ]
+
+    def group_loads(self, group_of: Callable[[str], str | None]) -> dict[str, list[float]]:
+        """The sum of the profiles per group of nodes (`group_of` a node's group, None: alone, left out).
+
+        O(nodes holding profiled pods): what the cross-node term of `sharing` needs once per decision.
+        """
+        loads: dict[str, list[float]] = {}
+        for node, sums in self._profile_sums.items():
+            group = group_of(node)
+            if group is None:
+                continue
+            total = loads.setdefault(group, [0.0] * len(PRESSURE_DIMENSIONS))
+            for i, value in enumerate(sums):
+                total[i] += value
+        return loads
+
+    def node_load(self, node: str) -> Sequence[float]:
+        """The sum of the profiles on `node` (zeros when none)."""
+        return self._profile_sums.get(node) or (0.0,) * len(PRESSURE_DIMENSIONS)
 
     def types_on(self, node: str) -> Counter[str]:
         """Count of pods per type label on `node`."""

@@ -10,7 +10,12 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ansible_collections.interference.orchestrator.plugins.module_utils.errors import PlacementError
+from ansible_collections.interference.orchestrator.plugins.module_utils.errors import InputError, PlacementError
+from ansible_collections.interference.orchestrator.plugins.module_utils.sharing import (
+    NO_SHARING,
+    Sharing,
+    parse_sharing,
+)
 
 from .facts import PodFacts
 
@@ -44,6 +49,8 @@ class ExtenderPolicy:
     weights: ScoreWeights = field(default_factory=ScoreWeights)
     forbidden_pairs: frozenset[frozenset[str]] = frozenset()
     scheduler_names: frozenset[str] = frozenset({DEFAULT_SCHEDULER_NAME})
+    # What nodes of one group (a host) share: the engine's `sharing` option (plugins/module_utils/sharing.py).
+    sharing: Sharing = NO_SHARING
 
     def decides_for(self, pod: PodFacts) -> bool:
         """True when the pod is scheduled by one of `scheduler_names` (empty: every pod).
@@ -58,14 +65,14 @@ def policy_from_mapping(data: object) -> ExtenderPolicy:
     """Validate the policy part of the extender's config file.
 
     Shape: {weights: {interference, gpu_memory, spot, zone_spread}: numbers >= 0,
-    forbidden_pairs: [[type, type], ...], scheduler_names: [name, ...]}; every
-    key is optional.
+    forbidden_pairs: [[type, type], ...], scheduler_names: [name, ...],
+    sharing: {label, pressures: {resource: 0..1}} or null}; every key is optional.
     """
     if data is None:
         return ExtenderPolicy()
     if not isinstance(data, Mapping):
         raise ExtenderConfigError(f"policy must be a mapping, got {type(data).__name__}")
-    unknown = set(data) - {"weights", "forbidden_pairs", "scheduler_names"}
+    unknown = set(data) - {"weights", "forbidden_pairs", "scheduler_names", "sharing"}
     if unknown:
         raise ExtenderConfigError(f"unknown policy keys: {', '.join(sorted(map(str, unknown)))}")
     raw_weights = data.get("weights") or {}
@@ -101,6 +108,11 @@ def policy_from_mapping(data: object) -> ExtenderPolicy:
         isinstance(n, str) and n for n in names
     ):
         raise ExtenderConfigError(f"scheduler_names must be a list of scheduler names, got {names!r}")
+    try:
+        sharing = parse_sharing(data.get("sharing"))
+    except InputError as error:
+        raise ExtenderConfigError(f"{error.field}: {error.problem}") from None
     return ExtenderPolicy(
-        weights=ScoreWeights(**values), forbidden_pairs=frozenset(pairs), scheduler_names=frozenset(names)
+        weights=ScoreWeights(**values), forbidden_pairs=frozenset(pairs), scheduler_names=frozenset(names),
+        sharing=sharing,
     )

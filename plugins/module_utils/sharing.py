@@ -92,6 +92,20 @@ def _extended(profile: Profile, shares: tuple[float, ...], dims: tuple[int, ...]
 NO_SHARING = Sharing()
 
 
+def cross_node_added(
+    profile: Sequence[float], node_load: Sequence[float], group_load: Sequence[float], sharing: Sharing
+) -> float:
+    """What a replica adds across nodes when it joins a node: sum over shared r of s_r p_r (G_r - N_r).
+
+    `node_load` is the sum of the profiles on the node, `group_load` the sum
+    over every node of its group (the node included), so G - N is what the
+    group's other nodes hold. The engine gets the same number from its
+    extended profiles; the extender scores a pod with this (the shared
+    fixture checks both).
+    """
+    return sum(sharing.shares[dim] * profile[dim] * (group_load[dim] - node_load[dim]) for dim in sharing.shared_dims)
+
+
 def parse_sharing(value: object) -> Sharing:
     """Validate `sharing` ({label, pressures: {resource: 0..1}}, or None) into a Sharing."""
     if value is None:

@@ -69,6 +69,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "filter-off": {"scheduler_extender_filter": False},
     "bind-off": {"scheduler_extender_bind": False},
     "managed": {"scheduler_extender_managed_resources": ["nvidia.com/gpu"]},
+    # The apps role's sharing reaches the extender's policy unless the role is given its own.
+    "sharing": {"apps_sharing": {"label": "kubernetes.io/os", "pressures": {"memory_bandwidth": 0.4}}},
 }
 
 
@@ -124,6 +126,15 @@ def test_policy_file_is_valid_for_the_service(configs: dict[str, Path]) -> None:
     assert policy.weights.gpu_memory == 0
     assert policy.forbidden_pairs == {frozenset({"memory"}), frozenset({"cpu", "memory"})}
     assert policy.scheduler_names == {"interference-scheduler"}
+    assert not policy.sharing.active
+
+
+def test_policy_file_carries_the_apps_sharing(configs: dict[str, Path]) -> None:
+    text = (configs["sharing"] / "policy.yml").read_text()
+    policy = policy_from_mapping(yaml.safe_load(text))
+    assert policy.sharing.label == "kubernetes.io/os"
+    assert policy.sharing.shares == (0.0, 0.4, 0.0, 0.0, 0.0)
+    assert "sharing" not in (configs["policy"] / "policy.yml").read_text()
 
 
 def test_prioritize_only_when_the_filter_is_off(configs: dict[str, Path]) -> None:

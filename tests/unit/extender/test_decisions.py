@@ -19,6 +19,7 @@ from interference_extender.decisions import (
     MAX_EXTENDER_PRIORITY,
     MIN_EXTENDER_PRIORITY,
     ExtenderInputError,
+    added_interference,
     filter_nodes,
     parse_extender_args,
     prioritize_nodes,
@@ -228,6 +229,42 @@ def test_profile_only_pods_are_scored_by_their_profile_annotation(cache: bool) -
     }
 
 
+HOST = "topology.example.com/host"
+
+
+@MODES
+def test_with_sharing_pods_on_other_nodes_of_the_host_count_at_the_share(cache: bool) -> None:
+    """The engine's `sharing` in the policy: memory bandwidth leaks across the nodes of one host at 0.5."""
+    nodes = [make_node(name, labels={HOST: host}) for name, host in (("a1", "h1"), ("a2", "h1"), ("b1", "h2"))]
+    pods = index_of(make_pod("m1", pod_type="memory", node_name="a1"), make_pod("c1", pod_type="cpu", node_name="b1"))
+    new = make_pod("new", pod_type="memory")
+    # Without sharing, a2 and b1 are alike: neither holds a memory pod.
+    assert scores(decide("prioritize", new, nodes, cache, pods=pods)) == {"a1": 0, "a2": 10, "b1": 10}
+    shared = policy_from_mapping({"sharing": {"label": HOST, "pressures": {"memory_bandwidth": 0.5}}})
+    # With it, a2 shares a1's memory bus: 1 on a1, 0.5 on a2, 0 on b1 (its cpu pod shares nothing with memory).
+    assert scores(decide("prioritize", new, nodes, cache, pods=pods, policy=shared)) == {"a1": 0, "a2": 5, "b1": 10}
+    # A node the request leaves out (kube-scheduler's filters refused it) still loads its host.
+    assert scores(decide("prioritize", new, nodes[1:], cache, pods=pods, policy=shared, known=nodes)) == {
+        "a2": 0, "b1": 10,
+    }
+    # Resources the policy does not share never cross: a cpu pod sees only its own node.
+    assert scores(decide("prioritize", make_pod("cpu", pod_type="cpu"), nodes, cache, pods=pods, policy=shared)) == {
+        "a1": 10, "a2": 10, "b1": 0,
+    }
+
+
+def test_without_the_label_a_node_is_alone() -> None:
+    nodes = [make_node("a1", labels={HOST: "h1"}), make_node("lone"), make_node("a2", labels={HOST: "h1"})]
+    pods = index_of(
+        make_pod("m1", pod_type="memory", node_name="a1"), make_pod("m2", pod_type="memory", node_name="lone")
+    )
+    shared = policy_from_mapping({"sharing": {"label": HOST, "pressures": {"memory_bandwidth": 1}}})
+    candidates = [(node.metadata.name, None, None) for node in nodes]
+    raw = added_interference(profile_for_type("memory"), candidates, pods, view_of(nodes), shared.sharing)
+    # a1 and a2 see m1 fully (share 1); lone sees only its own m2, and a1 and a2 do not see m2.
+    assert raw == [1.0, 1.0, 1.0]
+
+
 def test_a_pod_without_a_valid_profile_annotation_falls_back_to_its_type_label() -> None:
     typed = make_pod("t", pod_type="memory", annotations={PROFILE_ANNOTATION: "not json"})
     assert pod_facts(wire(serialise(typed))).profile == profile_for_type("memory")
@@ -329,6 +366,9 @@ def test_policy_defaults_and_validation() -> None:
         ({"forbidden_pairs": [["cpu"]]}, "forbidden_pairs\\[0\\]"),
         ({"colour": "blue"}, "unknown policy keys"),
         ({"scheduler_names": "x"}, "scheduler_names"),
+        ({"sharing": {"label": "", "pressures": {}}}, "sharing.label: must be the node label"),
+        ({"sharing": {"label": HOST, "pressures": {"gpu": 1}}}, "sharing.pressures.gpu: unknown resource 'gpu'"),
+        ({"sharing": {"label": HOST, "pressures": {"llc": 2}}}, "sharing.pressures.llc: must be a number from 0"),
     ]:
         with pytest.raises(ExtenderConfigError, match=problem):
             policy_from_mapping(bad)
