@@ -7,6 +7,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -32,6 +34,62 @@ type Args struct {
 	// Resolution is how many raw score units one unit of interference is
 	// worth before NormalizeScore; it bounds the precision of the ranking.
 	Resolution int64 `json:"resolution,omitempty"`
+	// Sharing says what nodes of one group (one host) share: nil, or every
+	// share 0, leaves the score to the pods on the node itself.
+	Sharing *SharingArgs `json:"sharing,omitempty"`
+}
+
+// SharingArgs is the placement engine's `sharing` option: nodes with one
+// value of the node label Label form a group (one host), and Pressures gives
+// per resource (of Dimensions) the share, 0 to 1, of the same-node
+// interference that two pods on different nodes of a group still cause.
+type SharingArgs struct {
+	// Label is the node label whose value names a node's group.
+	Label string `json:"label"`
+	// Pressures maps a resource to its share across nodes; absent is 0.
+	Pressures map[string]float64 `json:"pressures,omitempty"`
+}
+
+// shareEpsilon is the engine's EPSILON (plugins/module_utils/interference.py):
+// a share at or below it crosses nothing, as in sharing.py's Sharing.active.
+const shareEpsilon = 1e-9
+
+// Shares returns the share of each resource in Dimensions order, 0 for a
+// resource Pressures leaves out (a nil receiver: all 0).
+func (s *SharingArgs) Shares() Profile {
+	var shares Profile
+	if s == nil {
+		return shares
+	}
+	for key, share := range s.Pressures {
+		if index := dimensionIndex(key); index >= 0 && share > shareEpsilon {
+			shares[index] = share
+		}
+	}
+	return shares
+}
+
+// validate names the first bad field of args.sharing.
+func (s *SharingArgs) validate() error {
+	if err := pluginargs.QualifiedName(Name, "sharing.label", s.Label, "label key"); err != nil {
+		return err
+	}
+	keys := make([]string, 0, len(s.Pressures))
+	for key := range s.Pressures {
+		keys = append(keys, key)
+	}
+	slices.Sort(keys)
+	for _, key := range keys {
+		if dimensionIndex(key) < 0 {
+			return fmt.Errorf("%s: args.sharing.pressures: unknown resource %q: expected one of %s",
+				Name, key, strings.Join(Dimensions[:], ", "))
+		}
+		if share := s.Pressures[key]; math.IsNaN(share) || share < 0 || share > 1 {
+			return fmt.Errorf("%s: args.sharing.pressures.%s: must be a number from 0 (nothing crosses nodes) to 1 (as on one node), got %v",
+				Name, key, share)
+		}
+	}
+	return nil
 }
 
 // DefaultArgs are the args when the KubeSchedulerConfiguration gives none.
@@ -53,6 +111,9 @@ func (a Args) Validate() error {
 	if a.Resolution < 1 || a.Resolution > 1_000_000 {
 		return fmt.Errorf("%s: args.resolution: must be from 1 to 1000000, got %d", Name, a.Resolution)
 	}
+	if a.Sharing != nil {
+		return a.Sharing.validate()
+	}
 	return nil
 }
 
@@ -61,6 +122,15 @@ type Plugin struct {
 	args  Args
 	pods  *podProfiles
 	nodes *nodeCache
+	// shares are args.sharing's shares (Dimensions order) when some share is
+	// above 0; sharing is false otherwise, and no cross-node term is computed.
+	shares  Profile
+	sharing bool
+	// allNodes lists every node of the scheduler's snapshot, for the sums of
+	// a group (the nodes that passed Filter may leave some of its nodes out).
+	// New sets it from the handle; tests set it themselves. nil: PreScore
+	// uses the nodes it receives.
+	allNodes func() ([]fwk.NodeInfo, error)
 }
 
 var (
@@ -77,6 +147,17 @@ func New(_ context.Context, obj runtime.Object, handle framework.Handle) (framew
 		return nil, err
 	}
 	p := &Plugin{args: args, pods: newPodProfiles(), nodes: &nodeCache{}}
+	p.shares = args.Sharing.Shares()
+	p.sharing = p.shares != (Profile{})
+	if handle != nil {
+		p.allNodes = func() ([]fwk.NodeInfo, error) {
+			lister := handle.SnapshotSharedLister()
+			if lister == nil {
+				return nil, nil
+			}
+			return lister.NodeInfos().List()
+		}
+	}
 	if err := deletions.Pods(Name, handle, func(pod *v1.Pod) { p.pods.forget(pod.UID) }); err != nil {
 		return nil, err
 	}
@@ -89,25 +170,92 @@ func New(_ context.Context, obj runtime.Object, handle framework.Handle) (framew
 // Name returns the plugin name.
 func (p *Plugin) Name() string { return Name }
 
-type state struct{ profile Profile }
+// state is what PreScore works out for Score: the pod's profile and, with
+// sharing, the profile weighted by the shares and the sum of the node sums
+// per group (value of the sharing label).
+type state struct {
+	profile  Profile
+	weighted Profile
+	groups   map[string]Profile
+}
 
 func (s *state) Clone() fwk.StateData { return s }
 
 // PreScore reads the pod's profile once per cycle. A pod without a profile,
 // or with a malformed one, skips Score: every node is equal to this plugin.
-func (p *Plugin) PreScore(ctx context.Context, cycle fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) *fwk.Status {
-	profile, ok := p.profileOf(klog.FromContext(ctx), pod)
+// With sharing it also adds up the node sums of every group over all the
+// nodes of the snapshot (each node's sum cached per generation).
+func (p *Plugin) PreScore(ctx context.Context, cycle fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
+	logger := klog.FromContext(ctx)
+	profile, ok := p.profileOf(logger, pod)
 	if !ok || profile == (Profile{}) {
 		return fwk.NewStatus(fwk.Skip)
 	}
-	cyclestate.Write(cycle, Name, &state{profile: profile})
+	s := &state{profile: profile}
+	if p.sharing {
+		for i := range s.weighted {
+			s.weighted[i] = p.shares[i] * profile[i]
+		}
+		if s.weighted != (Profile{}) {
+			groups, err := p.groupSums(logger, pod, nodes)
+			if err != nil {
+				return fwk.AsStatus(err)
+			}
+			s.groups = groups
+		}
+	}
+	cyclestate.Write(cycle, Name, s)
 	return nil
+}
+
+// groupSums adds up the node sums per value of the sharing label over every
+// node of the snapshot (the nodes PreScore received when there is no
+// snapshot to list). A node without the label is in no group. The pod being
+// scheduled, if some NodeInfo holds it already, is left out.
+func (p *Plugin) groupSums(logger klog.Logger, pod *v1.Pod, nodes []fwk.NodeInfo) (map[string]Profile, error) {
+	if p.allNodes != nil {
+		all, err := p.allNodes()
+		if err != nil {
+			return nil, fmt.Errorf("%s: listing nodes: %w", Name, err)
+		}
+		if all != nil {
+			nodes = all
+		}
+	}
+	label := p.args.Sharing.Label
+	groups := map[string]Profile{}
+	for _, nodeInfo := range nodes {
+		node := nodeInfo.Node()
+		if node == nil {
+			continue
+		}
+		value, labelled := node.Labels[label]
+		if !labelled {
+			continue
+		}
+		sums := p.sumsOf(logger, nodeInfo)
+		group := groups[value]
+		for i := range group {
+			group[i] += sums.sum[i]
+		}
+		if len(sums.members) > 0 {
+			if own, onNode := sums.members[pod.UID]; onNode {
+				for i := range group {
+					group[i] -= own[i]
+				}
+			}
+		}
+		groups[value] = group
+	}
+	return groups, nil
 }
 
 // Score returns the added interference in raw units (Resolution per unit);
 // NormalizeScore turns lower interference into a higher score. The added
 // interference is the dot product of the pod's profile with the sum of the
-// profiles on the node (dot is linear), the sum kept per node generation.
+// profiles on the node (dot is linear), the sum kept per node generation;
+// with sharing, plus the dot product of the share-weighted profile with the
+// sum over the group's other nodes (the group's sum less the node's own).
 func (p *Plugin) Score(ctx context.Context, cycle fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
 	s, status := cyclestate.Read[*state](cycle, Name)
 	if status != nil {
@@ -118,9 +266,24 @@ func (p *Plugin) Score(ctx context.Context, cycle fwk.CycleState, pod *v1.Pod, n
 	// a burst sees the pods placed just before it.
 	sums := p.sumsOf(klog.FromContext(ctx), nodeInfo)
 	added := Dot(profile, sums.sum)
+	var own Profile // the pod itself, when the NodeInfo holds it already
 	if len(sums.members) > 0 {
-		if own, onNode := sums.members[pod.UID]; onNode {
+		if own = sums.members[pod.UID]; own != (Profile{}) {
 			added -= Dot(profile, own)
+		}
+	}
+	if s.groups != nil {
+		// A node without the label is in no group ("" is a value like any).
+		if value, labelled := nodeInfo.Node().Labels[p.args.Sharing.Label]; labelled {
+			// The group's other nodes: the group's sum (which leaves the pod
+			// out) less the node's own sum (which may hold it: own). A group
+			// PreScore did not see (a node missing from the snapshot's list)
+			// adds nothing.
+			if group, listed := s.groups[value]; listed {
+				for i, weighted := range s.weighted {
+					added += weighted * (group[i] - sums.sum[i] + own[i])
+				}
+			}
 		}
 	}
 	return int64(math.Round(added * float64(p.args.Resolution))), nil

@@ -2,6 +2,7 @@ package interference
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
@@ -24,11 +25,58 @@ type fixturePod struct {
 	Labels      map[string]string `json:"labels"`
 }
 
+// fixtureNode is one of the cluster's other nodes: its labels and pods.
+type fixtureNode struct {
+	Labels map[string]string `json:"labels"`
+	Pods   []fixturePod      `json:"pods"`
+}
+
 type fixtureCase struct {
 	Name     string       `json:"name"`
 	Pod      fixturePod   `json:"pod"`
 	NodePods []fixturePod `json:"node_pods"`
 	Expected *float64     `json:"expected"`
+	// Sharing is the engine's option; NodeLabels are the candidate node's
+	// labels and OtherNodes the cluster's other nodes.
+	Sharing    *SharingArgs      `json:"sharing"`
+	NodeLabels map[string]string `json:"node_labels"`
+	OtherNodes []fixtureNode     `json:"other_nodes"`
+}
+
+// args are the plugin's raw args for the case: its sharing, if any.
+func (tc fixtureCase) args(t *testing.T) string {
+	t.Helper()
+	if tc.Sharing == nil {
+		return ""
+	}
+	raw, err := json.Marshal(Args{Sharing: tc.Sharing})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(raw)
+}
+
+// nodes are the case's NodeInfos: the candidate node "n" first, then one per
+// other node ("o0", "o1", ...), each with its labels and pods.
+func (tc fixtureCase) nodes() []fwk.NodeInfo {
+	node := func(name string, labels map[string]string, pods []fixturePod) fwk.NodeInfo {
+		var onNode []*v1.Pod
+		for i, fp := range pods {
+			onNode = append(onNode, makePod(fmt.Sprintf("%s-%d", name, i), fp))
+		}
+		nodeInfo := framework.NewNodeInfo(onNode...)
+		w := st.MakeNode().Name(name)
+		for k, v := range labels {
+			w = w.Label(k, v)
+		}
+		nodeInfo.SetNode(w.Obj())
+		return nodeInfo
+	}
+	all := []fwk.NodeInfo{node("n", tc.NodeLabels, tc.NodePods)}
+	for i, other := range tc.OtherNodes {
+		all = append(all, node(fmt.Sprintf("o%d", i), other.Labels, other.Pods))
+	}
+	return all
 }
 
 func loadCases(t *testing.T) []fixtureCase {
@@ -62,20 +110,26 @@ func newPlugin(t *testing.T, raw string) *Plugin {
 
 // TestFixtureCases runs the shared fixture through the plugin's PreScore and
 // Score: the raw score is the added interference times Resolution, and a pod
-// without a usable profile makes PreScore skip.
+// without a usable profile makes PreScore skip. Only the candidate node
+// passed Filter; the plugin lists every node (the other nodes of the case)
+// through allNodes, as the scheduler's snapshot gives them.
 func TestFixtureCases(t *testing.T) {
 	for _, tc := range loadCases(t) {
 		t.Run(tc.Name, func(t *testing.T) {
-			pl := newPlugin(t, "")
+			pl := newPlugin(t, tc.args(t))
 			pod := makePod("incoming", tc.Pod)
-			var existing []*v1.Pod
-			for i, fp := range tc.NodePods {
-				existing = append(existing, makePod("existing-"+string(rune('a'+i)), fp))
+			all := tc.nodes()
+			nodeInfo := all[0]
+			listed := 0
+			pl.allNodes = func() ([]fwk.NodeInfo, error) {
+				listed++
+				return all, nil
 			}
-			nodeInfo := framework.NewNodeInfo(existing...)
-			nodeInfo.SetNode(st.MakeNode().Name("n").Obj())
 			cycle := framework.NewCycleState()
 			status := pl.PreScore(context.Background(), cycle, pod, []fwk.NodeInfo{nodeInfo})
+			if tc.Sharing == nil && listed > 0 {
+				t.Fatalf("PreScore listed the nodes %d times without sharing", listed)
+			}
 			if tc.Expected == nil {
 				if !status.IsSkip() {
 					t.Fatalf("want PreScore to skip (neutral), got %v", status)
@@ -101,7 +155,8 @@ func TestFixtureCases(t *testing.T) {
 }
 
 // TestFixtureAddedInterference checks the formula itself to 1e-9, without
-// the rounding to Resolution.
+// the rounding to Resolution: the same-node term over the node's pods plus
+// the cross-node term over the pods of the other nodes of its group.
 func TestFixtureAddedInterference(t *testing.T) {
 	pl := newPlugin(t, "")
 	logger := klog.Background()
@@ -113,13 +168,28 @@ func TestFixtureAddedInterference(t *testing.T) {
 		if !ok && *tc.Expected != 0 {
 			t.Fatalf("%s: no usable profile", tc.Name)
 		}
-		var others []Profile
-		for i, fp := range tc.NodePods {
-			if other, ok := pl.profileOf(logger, makePod(fmt.Sprintf("%s-o%d", tc.Name, i), fp)); ok {
-				others = append(others, other)
+		profiles := func(prefix string, pods []fixturePod) []Profile {
+			var out []Profile
+			for i, fp := range pods {
+				if other, ok := pl.profileOf(logger, makePod(fmt.Sprintf("%s-%s%d", tc.Name, prefix, i), fp)); ok {
+					out = append(out, other)
+				}
+			}
+			return out
+		}
+		others := profiles("o", tc.NodePods)
+		var shared []Profile // the pods on the other nodes of the candidate's group
+		if tc.Sharing != nil {
+			if value, labelled := tc.NodeLabels[tc.Sharing.Label]; labelled {
+				for j, node := range tc.OtherNodes {
+					if other, labelled := node.Labels[tc.Sharing.Label]; labelled && other == value {
+						shared = append(shared, profiles(fmt.Sprintf("g%d-", j), node.Pods)...)
+					}
+				}
 			}
 		}
-		if got := AddedInterference(profile, others); math.Abs(got-*tc.Expected) > 1e-9 {
+		got := AddedInterference(profile, others) + CrossNodeInterference(profile, tc.Sharing.Shares(), shared)
+		if math.Abs(got-*tc.Expected) > 1e-9 {
 			t.Errorf("%s: added interference %v, want %v", tc.Name, got, *tc.Expected)
 		}
 	}
@@ -188,7 +258,30 @@ func TestArgs(t *testing.T) {
 		`{"profileAnnotation": "not a key!"}`: "args.profileAnnotation",
 		`{"typeLabel": ""}`:                   "args.typeLabel",
 		`{"resolutoin": 10}`:                  "unknown field",
+		`{"sharing": {"label": "example.com/host", "pressures": {"memory_bandwidth": 0.6, "llc": 0.5}}}`: "",
+		`{"sharing": {"label": "host", "pressures": {"cpu": 0, "disk_io": 1}}}`:                          "",
+		`{"sharing": {"label": "host"}}`:                                  "",
+		`{"sharing": {"pressures": {"llc": 0.5}}}`:                        `args.sharing.label: "" is not a valid label key`,
+		`{"sharing": {"label": "not a key!", "pressures": {"llc": 0.5}}}`: `args.sharing.label: "not a key!"`,
+		`{"sharing": {"label": "host", "pressures": {"gpu": 0.5}}}`:       `args.sharing.pressures: unknown resource "gpu": expected one of cpu, memory_bandwidth, llc, disk_io, network_io`,
+		`{"sharing": {"label": "host", "pressures": {"llc": 1.5}}}`:       "args.sharing.pressures.llc: must be a number from 0",
+		`{"sharing": {"label": "host", "pressures": {"cpu": -0.1}}}`:      "args.sharing.pressures.cpu: must be a number from 0",
+		`{"sharing": {"label": "host", "pressures": {"cpu": .nan}}}`:      "unsupported value: NaN",
+		`{"sharing": {"label": "host", "pressures": {"cpu": "0.5"}}}`:     "sharing.pressures",
+		`{"sharing": {"label": "host", "presures": {"cpu": 0.5}}}`:        "unknown field",
 	})
+}
+
+// TestSharingValidateNotANumber: args built in code (not decoded, where
+// JSON has no NaN nor infinity) are checked too.
+func TestSharingValidateNotANumber(t *testing.T) {
+	for _, share := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+		args := DefaultArgs()
+		args.Sharing = &SharingArgs{Label: "host", Pressures: map[string]float64{"llc": share}}
+		if err := args.Validate(); err == nil || !strings.Contains(err.Error(), "InterferenceAware: args.sharing.pressures.llc: must be a number from 0") {
+			t.Errorf("%v: %v", share, err)
+		}
+	}
 }
 
 // loggingContext collects the lines logged through the context's logger.
@@ -326,4 +419,121 @@ func TestBadProfilesAreNeutralAndLoggedOncePerPod(t *testing.T) {
 			t.Errorf("%s logged %d times, want once: %q", name, logged[name], lines)
 		}
 	}
+}
+
+// hostNode is a node named name with the label host=<host> ("" for none).
+func hostNode(name, host string, pods ...*v1.Pod) *framework.NodeInfo {
+	w := st.MakeNode().Name(name)
+	if host != "" {
+		w = w.Label("host", host)
+	}
+	nodeInfo := framework.NewNodeInfo(pods...)
+	nodeInfo.SetNode(w.Obj())
+	return nodeInfo
+}
+
+// scoreAll runs PreScore with the nodes given (those that passed Filter) and
+// Score on each of them; the raw scores by node name.
+func scoreAll(t *testing.T, pl *Plugin, pod *v1.Pod, nodes ...*framework.NodeInfo) map[string]int64 {
+	t.Helper()
+	var infos []fwk.NodeInfo
+	for _, nodeInfo := range nodes {
+		infos = append(infos, nodeInfo)
+	}
+	cycle := framework.NewCycleState()
+	if status := pl.PreScore(context.Background(), cycle, pod, infos); !status.IsSuccess() {
+		t.Fatalf("PreScore: %v", status)
+	}
+	scores := map[string]int64{}
+	for _, nodeInfo := range nodes {
+		score, status := pl.Score(context.Background(), cycle, pod, nodeInfo)
+		if !status.IsSuccess() {
+			t.Fatalf("Score: %v", status)
+		}
+		scores[nodeInfo.Node().Name] = score
+	}
+	return scores
+}
+
+const hostSharing = `{"sharing": {"label": "host", "pressures": {"memory_bandwidth": 0.5, "llc": 0.25}}}`
+
+// TestWithoutSharingNodesAreNeverListed: no sharing, or every share 0, is
+// the plugin of before: PreScore never walks the snapshot's nodes, and the
+// scores are the same-node term alone.
+func TestWithoutSharingNodesAreNeverListed(t *testing.T) {
+	for _, raw := range []string{"", `{"resolution": 1000}`, `{"sharing": {"label": "host", "pressures": {"memory_bandwidth": 0, "llc": 0}}}`, `{"sharing": {"label": "host"}}`} {
+		pl := newPlugin(t, raw)
+		listed := 0
+		pl.allNodes = func() ([]fwk.NodeInfo, error) {
+			listed++
+			return nil, fmt.Errorf("listed")
+		}
+		a1 := hostNode("a1", "a", profiled("a1-p", `{"memory_bandwidth": 1}`))
+		a2 := hostNode("a2", "a", profiled("a2-p", `{"memory_bandwidth": 0.5}`))
+		scores := scoreAll(t, pl, profiled("incoming", `{"memory_bandwidth": 1}`), a1, a2)
+		plugintest.CheckScores(t, scores, map[string]int64{"a1": 1000, "a2": 500})
+		if listed > 0 || pl.sharing {
+			t.Errorf("%s: nodes listed %d times (sharing %v), want never", raw, listed, pl.sharing)
+		}
+	}
+}
+
+// TestSharingSumsTheWholeGroup: a group's sum counts every node of the
+// snapshot, also those Filter left out; other groups and nodes without the
+// label add nothing; without a snapshot to list, the nodes PreScore gets.
+func TestSharingSumsTheWholeGroup(t *testing.T) {
+	memory := func(name string) *v1.Pod { return profiled(name, `{"memory_bandwidth": 1, "llc": 1}`) }
+	a1 := hostNode("a1", "a", memory("a1-p"), memory("a1-q")) // filtered out
+	a2 := hostNode("a2", "a", memory("a2-p"))
+	a3 := hostNode("a3", "a")
+	b1 := hostNode("b1", "b", memory("b1-p"))
+	alone := hostNode("alone", "", memory("alone-p"))
+	pod := profiled("incoming", `{"memory_bandwidth": 1, "llc": 1}`)
+	pl := newPlugin(t, hostSharing)
+	pl.allNodes = func() ([]fwk.NodeInfo, error) { return []fwk.NodeInfo{a1, a2, a3, b1, alone}, nil }
+	// One pod on the node adds 2; one on another node of the host 0.5 + 0.25.
+	plugintest.CheckScores(t, scoreAll(t, pl, pod, a2, a3, b1, alone), map[string]int64{
+		"a2": 2000 + 2*750, "a3": 3 * 750, "b1": 2000, "alone": 2000,
+	})
+	pl.allNodes = nil
+	plugintest.CheckScores(t, scoreAll(t, pl, pod, a2, a3, b1, alone), map[string]int64{
+		"a2": 2000, "a3": 750, "b1": 2000, "alone": 2000,
+	})
+	// A new pod on a node the group's sum was taken from counts next cycle.
+	pl.allNodes = func() ([]fwk.NodeInfo, error) { return []fwk.NodeInfo{a1, a2, a3, b1, alone}, nil }
+	a1.AddPod(memory("a1-r"))
+	plugintest.CheckScores(t, scoreAll(t, pl, pod, a3), map[string]int64{"a3": 4 * 750})
+	pl.allNodes = func() ([]fwk.NodeInfo, error) { return nil, fmt.Errorf("snapshot gone") }
+	if status := pl.PreScore(context.Background(), framework.NewCycleState(), pod, nil); status.IsSuccess() ||
+		!strings.Contains(status.Message(), "InterferenceAware: listing nodes: snapshot gone") {
+		t.Fatalf("PreScore with a failing node list: %v", status)
+	}
+}
+
+// TestSharingIgnoresThePodItself: the pod being scheduled, already in a
+// NodeInfo, interferes with itself neither on its node nor across the host.
+func TestSharingIgnoresThePodItself(t *testing.T) {
+	pod := profiled("p", `{"memory_bandwidth": 1}`)
+	a1 := hostNode("a1", "a", pod)
+	a2 := hostNode("a2", "a")
+	pl := newPlugin(t, hostSharing)
+	pl.allNodes = func() ([]fwk.NodeInfo, error) { return []fwk.NodeInfo{a1, a2}, nil }
+	plugintest.CheckScores(t, scoreAll(t, pl, pod, a1, a2), map[string]int64{"a1": 0, "a2": 0})
+}
+
+// TestSharingThroughTheSnapshot: in the framework, New lists the nodes
+// from the handle's snapshot: a node on the host of a memory pod is worse
+// than an empty host, better than the pod's own node.
+func TestSharingThroughTheSnapshot(t *testing.T) {
+	nodes := []*v1.Node{
+		st.MakeNode().Name("a1").Label("host", "a").Obj(),
+		st.MakeNode().Name("a2").Label("host", "a").Obj(),
+		st.MakeNode().Name("b1").Label("host", "b").Obj(),
+	}
+	existing := st.MakePod().Namespace("default").Name("m").UID("m").Node("a1").
+		Annotation("interference.orchestrator/profile", `{"memory_bandwidth": 1}`).Obj()
+	args := `{"sharing": {"label": "host", "pressures": {"memory_bandwidth": 0.5}}}`
+	cluster := plugintest.New(t, Name, New, pluginargs.Unknown(args), []*v1.Pod{existing}, nodes)
+	pod := profiled("incoming", `{"memory_bandwidth": 1}`)
+	plugintest.CheckScores(t, cluster.Scores(t, pod), map[string]int64{"a1": 0, "a2": 50, "b1": 100})
 }

@@ -44,6 +44,21 @@ func AddedInterference(pod Profile, others []Profile) float64 {
 	return sum
 }
 
+// CrossNodeInterference is what placing a pod with profile `pod` on a node
+// adds through `others`, the pods on the other nodes of the node's group (one
+// host): the sum over them of sum_r shares_r pod_r other_r, where shares are
+// the sharing option's shares in Dimensions order (sharing_score in
+// plugins/module_utils/sharing.py, for one pod). Pods on nodes of other
+// groups, or on any other node when the node has no group, add nothing and
+// are not passed.
+func CrossNodeInterference(pod, shares Profile, others []Profile) float64 {
+	var weighted Profile
+	for i := range pod {
+		weighted[i] = shares[i] * pod[i]
+	}
+	return AddedInterference(weighted, others)
+}
+
 // ParseAnnotation reads a profile annotation: a JSON object mapping a subset
 // of Dimensions to numbers in [0, 1]. The empty object is the profile that
 // presses on nothing (what the apps role writes for an all-zero profile).

@@ -110,6 +110,24 @@ def test_weight_zero_disables_the_score_and_the_gpu_filter_can_be_left_out(tmp_p
     assert spot["args"]["preference"] == "on-demand"
 
 
+def test_sharing_goes_to_interference_aware_args(tmp_path: Path) -> None:
+    """scheduler_plugins_sharing (default apps_sharing) is InterferenceAware's `sharing`; unset, no such arg."""
+    sharing = {"label": "example.com/host", "pressures": {"memory_bandwidth": 0.6, "llc": 0.5}}
+
+    def interference_args(where: str, **extra: Any) -> dict[str, Any]:
+        (tmp_path / where).mkdir()
+        config = render_config(tmp_path / where, **extra)
+        (args,) = [e["args"] for e in config["profiles"][0]["pluginConfig"] if e["name"] == "InterferenceAware"]
+        return args
+
+    plain = {"profileAnnotation": "interference.orchestrator/profile", "typeLabel": "interference.orchestrator/type"}
+    assert interference_args("apps", apps_sharing=sharing) == {**plain, "sharing": sharing}
+    assert interference_args("own", apps_sharing=sharing, scheduler_plugins_sharing={"label": "host"}) == {
+        **plain, "sharing": {"label": "host", "pressures": {}},
+    }
+    assert interference_args("none", apps_sharing=None) == plain
+
+
 def test_second_run_changes_nothing_and_check_mode_writes_nothing(tmp_path: Path) -> None:
     out = tmp_path / "out"
     include(tmp_path, "scheduler_config", {"scheduler_plugins_local_dir": str(out)})
