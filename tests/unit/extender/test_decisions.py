@@ -254,12 +254,13 @@ def test_with_sharing_pods_on_other_nodes_of_the_host_count_at_the_share(cache: 
 
 
 def test_without_the_label_a_node_is_alone() -> None:
-    nodes = [make_node("a1", labels={HOST: "h1"}), make_node("lone"), make_node("a2", labels={HOST: "h1"})]
+    names = ("a1", "lone", "a2")
+    nodes = [make_node(name, labels={HOST: "h1"} if name != "lone" else None) for name in names]
     pods = index_of(
         make_pod("m1", pod_type="memory", node_name="a1"), make_pod("m2", pod_type="memory", node_name="lone")
     )
     shared = policy_from_mapping({"sharing": {"label": HOST, "pressures": {"memory_bandwidth": 1}}})
-    candidates = [(node.metadata.name, None, None) for node in nodes]
+    candidates = [(name, None, None) for name in names]
     raw = added_interference(profile_for_type("memory"), candidates, pods, view_of(nodes), shared.sharing)
     # a1 and a2 see m1 fully (share 1); lone sees only its own m2, and a1 and a2 do not see m2.
     assert raw == [1.0, 1.0, 1.0]
