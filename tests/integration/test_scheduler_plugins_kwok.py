@@ -26,6 +26,7 @@ from typing import Any
 
 import pytest
 import yaml
+from ansible_collections.interference.orchestrator.plugins.module_utils.contract import TYPE_LABEL
 
 from tests.support import kwok
 from tests.support import scheduler_plugins as plugins
@@ -42,6 +43,11 @@ SCHEDULER = "gpu-scheduler"
 DISABLED = [name for name in os.environ.get("GPU_SCHEDULER_DISABLE", "").split(",") if name]
 ZONES = {"zone-a1": "a", "zone-a2": "a", "zone-a3": "a", "zone-a4": "a", "zone-b1": "b", "zone-c1": "c"}
 BURST_NODES = [f"burst-{i:02d}" for i in range(20)]
+# What nodes share: two hosts of two nodes. Only nodes with HOST belong to a host, so the other tests' nodes
+# score as before.
+HOST = "topology.example.com/host"
+HOSTS = {"host1-a": "h1", "host1-b": "h1", "host2-a": "h2", "host2-b": "h2"}
+SHARING = {"label": HOST, "pressures": {"memory_bandwidth": 0.5}}
 
 
 def create_all_nodes(api: Any) -> None:
@@ -63,6 +69,7 @@ def create_all_nodes(api: Any) -> None:
         plugins.node_body(name, "zone", labels={"topology.kubernetes.io/zone": zone}) for name, zone in ZONES.items()
     ])
     plugins.create_nodes(api, [plugins.node_body(name, "burst") for name in BURST_NODES])
+    plugins.create_nodes(api, [plugins.node_body(name, "sharing", labels={HOST: host}) for name, host in HOSTS.items()])
 
 
 class Setup:
@@ -91,7 +98,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
     try:
         create_all_nodes(cluster.api())
         config = plugins.render_config(workdir / "gpu-scheduler", cluster.kubeconfig,
-                                       plugins.disabled_plugin_vars(DISABLED))
+                                       {**plugins.disabled_plugin_vars(DISABLED), "apps_sharing": SHARING})
         plugins.SchedulerProcess(cluster, config, workdir / "gpu-scheduler.log")
         yield Setup(cluster, cluster.api(), workdir)
     finally:
@@ -162,11 +169,32 @@ def test_a_burst_of_cpu_and_memory_pods_pairs_them_up(setup: Setup) -> None:
     assert all(counts == {"cpu": 1, "memory": 1} for counts in per_node.values())
 
 
+def test_with_sharing_a_memory_pod_keeps_off_the_host_whose_other_node_runs_memory_pods(setup: Setup) -> None:
+    # Bound directly: two memory pods on host1-a, two cpu pods on each node of host2. Without the sharing
+    # (the apps role's apps_sharing, which the role writes into InterferenceAware's args), host1-b, host2-a
+    # and host2-b all add no interference on their own node, and the default scores pick host1-b, the
+    # emptiest. With it, host1-b shares host1-a's memory bus at 0.5: the pod goes to host2.
+    group = "sharing"
+    plugins.create_namespace(setup.api, group)
+    ballast = [("mem-0", "memory", "host1-a"), ("mem-1", "memory", "host1-a"),
+               *((f"cpu-{node}-{i}", "cpu", node) for node in ("host2-a", "host2-b") for i in range(2))]
+    for name, kind, node in ballast:
+        body = plugins.pod_body(name, group, SCHEDULER, labels={TYPE_LABEL: kind}, requests={"cpu": "100m"})
+        body["spec"]["nodeName"] = node
+        setup.api.create_namespaced_pod(group, body)
+    plugins.wait_all_bound(setup.api, group, len(ballast))
+    setup.api.create_namespaced_pod(group, plugins.pod_body(
+        "stream", group, SCHEDULER, labels={TYPE_LABEL: "memory"}, requests={"cpu": "100m"}))
+    placed = plugins.wait_all_bound(setup.api, group, len(ballast) + 1)
+    assert placed["stream"] in {"host2-a", "host2-b"}, placed
+
+
 @pytest.mark.parametrize(
     ("plugin", "args", "named"),
     [
         ("SpotScheduler", {"preference": "sometimes"}, "args.preference"),
         ("InterferenceAware", {"resolution": 0}, "args.resolution"),
+        ("InterferenceAware", {"sharing": {"label": HOST, "pressures": {"gpu": 1}}}, "args.sharing.pressures"),
         ("AZScheduler", {"topologyKey": ""}, "args.topologyKey"),
         ("GPUScheduler", {"memoryLabl": "x"}, "memoryLabl"),
     ],
