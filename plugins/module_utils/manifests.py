@@ -16,7 +16,8 @@ Pinning (apps the engine placed):
   other nodes (playbooks/rebalance.yml) with the setting `strategy:
   RollingUpdate` instead (maxSurge 1, maxUnavailable 0): the new pod starts on
   its new node before the old one stops, so the app never lacks a running
-  replica, and the engine's move already found room for it there.
+  replica, and the engine's move already found room for it there; once the
+  move is verified, the rebalance applies the Recreate one again.
 Apps with `scheduler: extender` (or `plugins`) get schedulerName and no pinning.
 
 Every pod carries the type label and the profile annotation (a JSON object

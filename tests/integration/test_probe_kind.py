@@ -51,10 +51,16 @@ Last, on the same cluster, playbooks/rebalance.yml: two busy loops, one
 declared `cpu` and one `memory`, pinned together on one worker by `node:`
 pins, then given without the pins. The check run names one move and changes
 nothing, and with a PodDisruptionBudget on one of them names the other;
-settings out of range are refused; the run moves exactly one of them to the other worker (a rolling
-update, verified), reads both as CPU-dominant from Prometheus (the one
-declared `memory` too) and writes results.json and a report with the
-pressure before and after; a second run moves nothing and changes nothing;
+settings out of range are refused. A run killed once the moving app's new
+pod exists leaves the rollout to the Deployment controller: sampled until it
+settles, neither app is ever without a running replica, and the move
+completes; a rerun stops on the killed run's lock, and one that breaks it
+converges with nothing to move. Pinned together again, the run moves exactly
+one of them to the other worker (a rolling update, verified, then site.yml's
+strategy back: site.yml with the declared apps then changes nothing), reads
+both as CPU-dominant from Prometheus (the one declared `memory` too) and
+writes results.json and a report with the pressure before and after; a
+second run moves nothing and changes nothing;
 a Prometheus that does not answer fails the run, naming its URL, with
 nothing moved.
 
@@ -68,6 +74,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -319,6 +326,61 @@ SPIN = ["bash", "-c", "while :; do :; done"]
 REBALANCE_WINDOW_S = 30
 
 
+def running_replicas(env: dict[str, str]) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """Per app: the nodes of its Running pods not being deleted, and the nodes of all its pods not being deleted."""
+    pods = subprocess.run([str(TOOLS_BIN / "kubectl"), "get", "pods", "-n", "interference-apps", "-o", "json"],
+                          env=env, capture_output=True, text=True, check=True)
+    running: dict[str, list[str]] = {}
+    present: dict[str, list[str]] = {}
+    for pod in json.loads(pods.stdout)["items"]:
+        if pod["metadata"].get("deletionTimestamp"):
+            continue
+        app, node = pod["metadata"]["labels"][APP_LABEL], pod["spec"].get("nodeName") or ""
+        present.setdefault(app, []).append(node)
+        if pod["status"].get("phase") == "Running":
+            running.setdefault(app, []).append(node)
+    return running, present
+
+
+def interrupted_mid_move(cluster: dict[str, Any], settings: dict[str, Any], target: str) -> list[dict[str, list[str]]]:
+    """Run the rebalance, kill it (and its children) once a pod of the moving app exists on `target`, and
+    sample the running replicas until the rollout the run started has settled; returns every sample."""
+    log = cluster["home"] / "interrupted-rebalance.log"
+    with log.open("w") as out:
+        run = subprocess.Popen(playbook_args("playbooks/rebalance.yml", *cluster["ports"], "-e", json.dumps(settings)),
+                               cwd=REPO, env=cluster["env"], stdout=out, stderr=subprocess.STDOUT,
+                               start_new_session=True)
+    samples: list[dict[str, list[str]]] = []
+    try:
+        deadline = time.monotonic() + 600
+        while True:
+            running, present = running_replicas(cluster["env"])
+            samples.append(running)
+            if any(target in nodes for nodes in present.values()):
+                break
+            assert run.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
+            time.sleep(0.2)
+    finally:
+        os.killpg(run.pid, signal.SIGKILL)
+        run.wait()
+    deadline = time.monotonic() + 300
+    while True:
+        running, present = running_replicas(cluster["env"])
+        samples.append(running)
+        if all(len(nodes) == 1 for nodes in present.values()) and running == present:
+            return samples
+        assert time.monotonic() < deadline, (present, running)
+        time.sleep(0.5)
+
+
+def pod_uids(env: dict[str, str]) -> set[str]:
+    """The UIDs of the app pods not being deleted: a restarted pod has a new one."""
+    pods = subprocess.run([str(TOOLS_BIN / "kubectl"), "get", "pods", "-n", "interference-apps", "-o", "json"],
+                          env=env, capture_output=True, text=True, check=True)
+    return {pod["metadata"]["uid"] for pod in json.loads(pods.stdout)["items"]
+            if not pod["metadata"].get("deletionTimestamp")}
+
+
 def node_of_apps(env: dict[str, str]) -> dict[str, list[str]]:
     pods = subprocess.run([str(TOOLS_BIN / "kubectl"), "get", "pods", "-n", "interference-apps", "-o", "json"],
                           env=env, capture_output=True, text=True, check=True)
@@ -392,6 +454,31 @@ def test_rebalance_separates_two_busy_apps_pinned_together_by_exactly_one_move_a
     assert refused.returncode != 0
     assert "rebalance setting 'threshold': expected a number from 0 to 1, got 2" in flat(refused.stdout), tail(refused)
 
+    # Killed mid-move, once the new pod of the moving app exists: the Deployment controller finishes the rolling
+    # update the run started, and neither app is ever without a running replica. The killed run still holds the
+    # lock: a rerun stops naming it, and a rerun that breaks it converges (nothing left to move).
+    samples = interrupted_mid_move(cluster, settings, second)
+    print(f"{len(samples)} samples of the running replicas while interrupted, the last: {samples[-1]}")
+    assert all(sample.get(name) for sample in samples for name in ("spin-cpu", "spin-memory")), samples
+    interrupted = node_of_apps(cluster["env"])
+    assert sorted(nodes[0] for nodes in interrupted.values()) == [first, second], interrupted
+    locked = playbook(cluster["env"], "playbooks/rebalance.yml", *cluster["ports"], "-e", json.dumps(settings))
+    assert locked.returncode != 0
+    assert "Another run is placing the apps" in flat(locked.stdout), tail(locked)
+    converged = playbook(cluster["env"], "playbooks/rebalance.yml", *cluster["ports"],
+                         "-e", json.dumps({**settings, "apps_lock_break": True}))
+    assert converged.returncode == 0, tail(converged)
+    assert "Moving: nothing" in flat(converged.stdout), tail(converged)
+    assert node_of_apps(cluster["env"]) == interrupted
+    assert not out.exists()
+
+    # Pinned together again, for the run that moves and reports.
+    repinned = playbook(cluster["env"], "site.yml", "--tags", "apps", *cluster["ports"],
+                        "-e", json.dumps({"apps": [{**app, "node": first} for app in apps]}))
+    assert repinned.returncode == 0, tail(repinned)
+    assert node_of_apps(cluster["env"]) == {"spin-cpu": [first], "spin-memory": [first]}
+    time.sleep(REBALANCE_WINDOW_S + 2 * INTERVAL_S)
+
     moved = playbook(cluster["env"], "playbooks/rebalance.yml", *cluster["ports"], "-e", json.dumps(settings))
     assert moved.returncode == 0, tail(moved)
     placed = node_of_apps(cluster["env"])
@@ -409,12 +496,24 @@ def test_rebalance_separates_two_busy_apps_pinned_together_by_exactly_one_move_a
         assert re.search(rf"\| {app} \| {re.escape(first)} \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| cpu \|",
                          report), report
     assert results["after"] and results["after"]["answers"]["pressure_mean"]["status"] == "success"
-    # The moved Deployment rolled: the new pod before the old one stopped.
+    # The moved Deployment rolled (the interrupted run above shows how), then got site.yml's strategy back:
+    # site.yml with the apps as declared leaves its spec alone (same generation) and restarts no pod. (The app
+    # that stayed still carries the node it was pinned to above, so site.yml rewrites that one's annotation.)
+    moved_app = results["plan"]["moves"][0]["app"]
     deployment = json.loads(subprocess.run(
-        [str(TOOLS_BIN / "kubectl"), "get", "deployment", "-n", "interference-apps",
-         results["plan"]["moves"][0]["app"], "-o", "json"],
+        [str(TOOLS_BIN / "kubectl"), "get", "deployment", "-n", "interference-apps", moved_app, "-o", "json"],
         env=cluster["env"], capture_output=True, text=True, check=True).stdout)
-    assert deployment["spec"]["strategy"]["rollingUpdate"] == {"maxSurge": 1, "maxUnavailable": 0}
+    assert deployment["spec"]["strategy"] == {"type": "Recreate"}
+    pods_before = pod_uids(cluster["env"])
+    declared_site = playbook(cluster["env"], "site.yml", "--tags", "apps", *cluster["ports"],
+                             "-e", json.dumps({"apps": apps}))
+    assert declared_site.returncode == 0, tail(declared_site)
+    after_site = json.loads(subprocess.run(
+        [str(TOOLS_BIN / "kubectl"), "get", "deployment", "-n", "interference-apps", moved_app, "-o", "json"],
+        env=cluster["env"], capture_output=True, text=True, check=True).stdout)
+    assert after_site["metadata"]["generation"] == deployment["metadata"]["generation"], after_site["spec"]
+    assert pod_uids(cluster["env"]) == pods_before
+    assert node_of_apps(cluster["env"]) == placed
 
     again = playbook(cluster["env"], "playbooks/rebalance.yml", *cluster["ports"], "-e", json.dumps(settings))
     assert again.returncode == 0, tail(again)
