@@ -24,6 +24,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -57,8 +58,10 @@ class Installed:
         self.work = root / "work"
         self.kwok_workdir = root / "kwok"
         self.empty_tools = root / "no-tools"
-        # This run's own kwokctl creation lock (the role's default is machine-wide).
-        self.create_lock = root / "kwokctl-create.lock"
+        # The role's default, machine-wide creation lock: kwokctl picks its ports when it creates a cluster, so
+        # this creation must take turns with the other tests' (with a lock of its own, it once raced another
+        # worker's creation for port 32763 and the kwok controller could not bind).
+        self.create_lock = Path(kwok.CREATE_LOCK)
 
     def env(self) -> dict[str, str]:
         """No ansible.cfg, the installed collection only, the tools on PATH (never the tools folder)."""
@@ -161,8 +164,18 @@ def test_the_running_cluster_does_not_hold_the_creation_lock(
     """The lock covers `kwokctl create` only: the components it leaves running must not inherit it, or every
     later creation on the machine (the second run's, another checkout's) waits until this cluster is deleted."""
     assert recap(first_run.stdout)["failed"] == 0
+    # The lock is machine-wide: another test's creation may hold it for a few seconds, this cluster's components
+    # would hold it as long as the cluster runs.
+    deadline = time.monotonic() + 300
     with installed.create_lock.open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # BlockingIOError when a component holds it
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                assert time.monotonic() < deadline, f"{installed.create_lock} held for 300 s while {CLUSTER} runs"
+                time.sleep(1)
+        fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def test_a_second_run_changes_nothing(installed: Installed, first_run: subprocess.CompletedProcess[str]) -> None:
