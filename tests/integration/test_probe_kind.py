@@ -326,15 +326,23 @@ SPIN = ["bash", "-c", "while :; do :; done"]
 REBALANCE_WINDOW_S = 30
 
 
+def apps_object(env: dict[str, str], *what: str) -> Any:
+    """`kubectl get <what> -n interference-apps -o json`, parsed."""
+    got = subprocess.run([str(TOOLS_BIN / "kubectl"), "get", *what, "-n", "interference-apps", "-o", "json"],
+                         env=env, capture_output=True, text=True, check=True)
+    return json.loads(got.stdout)
+
+
+def live_pods(env: dict[str, str]) -> list[dict[str, Any]]:
+    """The app pods not being deleted."""
+    return [pod for pod in apps_object(env, "pods")["items"] if not pod["metadata"].get("deletionTimestamp")]
+
+
 def running_replicas(env: dict[str, str]) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     """Per app: the nodes of its Running pods not being deleted, and the nodes of all its pods not being deleted."""
-    pods = subprocess.run([str(TOOLS_BIN / "kubectl"), "get", "pods", "-n", "interference-apps", "-o", "json"],
-                          env=env, capture_output=True, text=True, check=True)
     running: dict[str, list[str]] = {}
     present: dict[str, list[str]] = {}
-    for pod in json.loads(pods.stdout)["items"]:
-        if pod["metadata"].get("deletionTimestamp"):
-            continue
+    for pod in live_pods(env):
         app, node = pod["metadata"]["labels"][APP_LABEL], pod["spec"].get("nodeName") or ""
         present.setdefault(app, []).append(node)
         if pod["status"].get("phase") == "Running":
@@ -375,19 +383,13 @@ def interrupted_mid_move(cluster: dict[str, Any], settings: dict[str, Any], targ
 
 def pod_uids(env: dict[str, str]) -> set[str]:
     """The UIDs of the app pods not being deleted: a restarted pod has a new one."""
-    pods = subprocess.run([str(TOOLS_BIN / "kubectl"), "get", "pods", "-n", "interference-apps", "-o", "json"],
-                          env=env, capture_output=True, text=True, check=True)
-    return {pod["metadata"]["uid"] for pod in json.loads(pods.stdout)["items"]
-            if not pod["metadata"].get("deletionTimestamp")}
+    return {pod["metadata"]["uid"] for pod in live_pods(env)}
 
 
 def node_of_apps(env: dict[str, str]) -> dict[str, list[str]]:
-    pods = subprocess.run([str(TOOLS_BIN / "kubectl"), "get", "pods", "-n", "interference-apps", "-o", "json"],
-                          env=env, capture_output=True, text=True, check=True)
     found: dict[str, list[str]] = {}
-    for pod in json.loads(pods.stdout)["items"]:
-        if not pod["metadata"].get("deletionTimestamp"):
-            found.setdefault(pod["metadata"]["labels"][APP_LABEL], []).append(pod["spec"].get("nodeName"))
+    for pod in live_pods(env):
+        found.setdefault(pod["metadata"]["labels"][APP_LABEL], []).append(pod["spec"].get("nodeName"))
     return {app: sorted(nodes) for app, nodes in sorted(found.items())}
 
 
@@ -500,17 +502,13 @@ def test_rebalance_separates_two_busy_apps_pinned_together_by_exactly_one_move_a
     # site.yml with the apps as declared leaves its spec alone (same generation) and restarts no pod. (The app
     # that stayed still carries the node it was pinned to above, so site.yml rewrites that one's annotation.)
     moved_app = results["plan"]["moves"][0]["app"]
-    deployment = json.loads(subprocess.run(
-        [str(TOOLS_BIN / "kubectl"), "get", "deployment", "-n", "interference-apps", moved_app, "-o", "json"],
-        env=cluster["env"], capture_output=True, text=True, check=True).stdout)
+    deployment = apps_object(cluster["env"], "deployment", moved_app)
     assert deployment["spec"]["strategy"] == {"type": "Recreate"}
     pods_before = pod_uids(cluster["env"])
     declared_site = playbook(cluster["env"], "site.yml", "--tags", "apps", *cluster["ports"],
                              "-e", json.dumps({"apps": apps}))
     assert declared_site.returncode == 0, tail(declared_site)
-    after_site = json.loads(subprocess.run(
-        [str(TOOLS_BIN / "kubectl"), "get", "deployment", "-n", "interference-apps", moved_app, "-o", "json"],
-        env=cluster["env"], capture_output=True, text=True, check=True).stdout)
+    after_site = apps_object(cluster["env"], "deployment", moved_app)
     assert after_site["metadata"]["generation"] == deployment["metadata"]["generation"], after_site["spec"]
     assert pod_uids(cluster["env"]) == pods_before
     assert node_of_apps(cluster["env"]) == placed
