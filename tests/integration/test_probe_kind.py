@@ -410,9 +410,12 @@ def test_rebalance_separates_two_busy_apps_pinned_together_by_exactly_one_move_a
     first, second = WORKERS
     # With CPU requests: the probe's share of a busy CPU follows the ratio of the requests (its own is 100m), so
     # two BestEffort busy loops would leave it nearly all of it (0.03 pressure measured for each, 2026-12-07).
-    requests = {"requests": {"cpu": "300m"}}
-    apps = [{"name": "spin-cpu", "image": "pts/mbw", "type": "cpu", "command": SPIN, "resources": requests},
-            {"name": "spin-memory", "image": "pts/mbw", "type": "memory", "command": SPIN, "resources": requests}]
+    # With limits of half a CPU: together they fill their 1-CPU worker as before, but apart (once moved) they
+    # leave the host a CPU. Unlimited, the two apart burnt both of its cores, and the next ansible-playbook's
+    # Mitogen interpreter missed its fixed 30 s start-up deadline on a CI machine ("Connection timed out").
+    resources = {"requests": {"cpu": "300m"}, "limits": {"cpu": "500m"}}
+    apps = [{"name": "spin-cpu", "image": "pts/mbw", "type": "cpu", "command": SPIN, "resources": resources},
+            {"name": "spin-memory", "image": "pts/mbw", "type": "memory", "command": SPIN, "resources": resources}]
     out = cluster["home"] / "rebalance-out"
     pinned = playbook(cluster["env"], "site.yml", "--tags", "apps", *cluster["ports"],
                       "-e", json.dumps({"apps": [{**app, "node": first} for app in apps]}))
@@ -515,6 +518,8 @@ def test_rebalance_separates_two_busy_apps_pinned_together_by_exactly_one_move_a
 
     again = playbook(cluster["env"], "playbooks/rebalance.yml", *cluster["ports"], "-e", json.dumps(settings))
     assert again.returncode == 0, tail(again)
+    hot = re.search(r"Hot nodes \([^)]*\): [^.]*\.", flat(again.stdout))
+    print(hot.group(0) if hot else "no line names the hot nodes")
     assert "Moving: nothing" in flat(again.stdout), tail(again)
     assert recap_changed(again.stdout) == 0, tail(again)
     assert node_of_apps(cluster["env"]) == placed
