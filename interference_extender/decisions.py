@@ -29,6 +29,7 @@ from typing import Any
 from ansible_collections.interference.orchestrator.plugins.module_utils.interference import Profile
 from ansible_collections.interference.orchestrator.plugins.module_utils.model import GPU_RESOURCE
 from ansible_collections.interference.orchestrator.plugins.module_utils.sharing import Sharing, cross_node_added
+from ansible_collections.interference.orchestrator.plugins.module_utils.timesharing import NodeLoad, added_cost
 
 from .facts import (
     ExtenderInputError,
@@ -310,6 +311,64 @@ def added_interference(
     return values
 
 
+def added_time_shared(
+    kind: tuple[Profile, int],
+    candidates: Sequence[tuple[str, NodeFacts | None, Mapping[str, Any] | None]],
+    pods: PodIndex,
+    known_nodes: Mapping[str, NodeFacts],
+    sharing: Sharing,
+) -> list[float]:
+    """What a pod of this kind (profile, CPU demand) adds to the time-shared score on each candidate.
+
+    The engine's formula (timesharing.added_cost) over the view: each node's
+    pods (PodIndex.load) on its allocatable CPUs, from the Node objects of the
+    request or the view (unknown: never oversubscribed). With `sharing`, the
+    sums of NodeLoad.weighted and .exposure per group, over the nodes holding
+    pods, once per decision; a candidate passes its group's minus its own.
+    With no node oversubscribed it is twice added_interference (each pair
+    counts in both replicas' slowdowns), so the ranking is the same.
+    """
+    sent = {name: facts for name, facts, _ in candidates if facts is not None}
+
+    def facts_of(name: str) -> NodeFacts | None:
+        return sent.get(name) or known_nodes.get(name)
+
+    def load_of(name: str) -> NodeLoad:
+        facts = facts_of(name)
+        return pods.load(name).with_cpus(facts.cpu_millicores if facts is not None else None)
+
+    def group_of(name: str) -> str | None:
+        facts = facts_of(name)
+        return facts.labels.get(sharing.label) if facts is not None and sharing.label is not None else None
+
+    width = len(kind[0])
+    groups: dict[str, tuple[list[float], list[float]]] = {}
+    if sharing.active:
+        for name in pods.loaded_nodes():
+            group = group_of(name)
+            if group is None:
+                continue
+            load = load_of(name)
+            weighted, exposure = groups.setdefault(group, ([0.0] * width, [0.0] * width))
+            for dim, (w, e) in enumerate(zip(load.weighted(), load.exposure(), strict=True)):
+                weighted[dim] += w
+                exposure[dim] += e
+    values = []
+    for name, _, _ in candidates:
+        load = load_of(name)
+        group = group_of(name) if sharing.active else None
+        others = None
+        if group is not None:
+            weighted, exposure = groups.get(group, ([0.0] * width, [0.0] * width))
+            own_weighted, own_exposure = load.weighted(), load.exposure()
+            others = (
+                [g - o for g, o in zip(weighted, own_weighted, strict=True)],
+                [g - o for g, o in zip(exposure, own_exposure, strict=True)],
+            )
+        values.append(added_cost(kind, load, sharing=sharing, others=others))
+    return values
+
+
 def score_components(
     args: ExtenderArgs, pods: PodIndex, known_nodes: Mapping[str, NodeFacts], policy: ExtenderPolicy
 ) -> tuple[list[str], dict[str, list[float]]]:
@@ -335,9 +394,14 @@ def score_components(
         return [next(scored) if ok else float(MIN_EXTENDER_PRIORITY) for ok in known]
 
     if weights.interference > 0 and pod.profile is not None:
-        components["interference"] = known_only(
-            added_interference(pod.profile, candidates, pods, known_nodes, policy.sharing), False
-        )
+        # CPU time-sharing changes a score only where some pod declares a CPU demand (timesharing.active).
+        if pod.cpu_demand or pods.demanding:
+            added = added_time_shared(
+                (pod.profile, pod.cpu_demand), candidates, pods, known_nodes, policy.sharing
+            )
+        else:
+            added = added_interference(pod.profile, candidates, pods, known_nodes, policy.sharing)
+        components["interference"] = known_only(added, False)
     if weights.gpu_memory > 0 and pod.gpus > 0:
         memory = [float((facts.gpu_memory_bytes or 0) if facts else 0) for _, facts, _ in candidates]
         if any(memory):

@@ -25,7 +25,11 @@ from typing import Any
 
 from ansible_collections.interference.orchestrator.plugins.module_utils import schema
 from ansible_collections.interference.orchestrator.plugins.module_utils.cluster_state import APP_LABEL
-from ansible_collections.interference.orchestrator.plugins.module_utils.contract import TYPE_LABEL, pod_profile
+from ansible_collections.interference.orchestrator.plugins.module_utils.contract import (
+    TYPE_LABEL,
+    pod_cpu_demand,
+    pod_profile,
+)
 from ansible_collections.interference.orchestrator.plugins.module_utils.errors import PlacementError
 from ansible_collections.interference.orchestrator.plugins.module_utils.interference import (
     PRESSURE_DIMENSIONS,
@@ -33,6 +37,9 @@ from ansible_collections.interference.orchestrator.plugins.module_utils.interfer
     dot,
 )
 from ansible_collections.interference.orchestrator.plugins.module_utils.model import GPU_RESOURCE, parse_quantity
+from ansible_collections.interference.orchestrator.plugins.module_utils.timesharing import NodeLoad
+
+NO_PRESSURE: Profile = (0.0,) * len(PRESSURE_DIMENSIONS)
 
 INTERRUPTIBLE_ANNOTATION = "interference.orchestrator/interruptible"
 GPU_MEMORY_LABEL = "gpu.nvidia.com/memory"
@@ -158,6 +165,7 @@ class PodFacts:
     gpus: int
     interruptible: bool
     terminal: bool
+    cpu_demand: int = 0  # millicores, from the pod contract's CPU demand annotation (0: none)
 
 
 def _container_gpus(container: Any, where: str, at: str) -> int:
@@ -221,6 +229,7 @@ def pod_facts(pod: Mapping[str, Any], where: str = "Pod") -> PodFacts:
         gpus=pod_gpus(spec, spec_at),
         interruptible=_tolerates_interruption(spec, annotations, spec_at),
         terminal=string_at(field_of(status, "phase"), where, ".status.phase") in TERMINAL_PHASES,
+        cpu_demand=pod_cpu_demand(annotations),
     )
 
 
@@ -233,6 +242,8 @@ class NodeFacts:
     gpu_memory_bytes: int | None  # from GPU_MEMORY_LABEL
     zone: str | None
     spot: bool
+    # status.allocatable's cpu in millicores (None when it has none): what CPU time-sharing divides.
+    cpu_millicores: int | None = None
     # Every label, for the group of the policy's `sharing` (compared and hashed by name and the rest only).
     labels: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
 
@@ -262,6 +273,9 @@ def node_facts(node: Mapping[str, Any], where: str = "Node") -> NodeFacts:
     status = object_at(field_of(node, "status"), where, ".status")
     labels = string_map_at(field_of(metadata, "labels"), where, ".metadata.labels")
     capacity = object_at(field_of(status, "capacity"), where, ".status.capacity")
+    allocatable = object_at(field_of(status, "allocatable"), where, ".status.allocatable")
+    raw_cpu = allocatable.get("cpu")
+    cpu = None if raw_cpu is None else math.floor(quantity_at(raw_cpu, where, ".status.allocatable.cpu") * 1000)
     raw_gpus = capacity.get(GPU_RESOURCE)
     gpus = 0 if raw_gpus is None else math.floor(
         quantity_at(raw_gpus, where, f".status.capacity[{shown(GPU_RESOURCE)}]")
@@ -272,6 +286,7 @@ def node_facts(node: Mapping[str, Any], where: str = "Node") -> NodeFacts:
         gpu_memory_bytes=gpu_memory_bytes(labels.get(GPU_MEMORY_LABEL)),
         zone=labels.get(ZONE_LABEL) or None,
         spot=any(labels.get(key, "").lower() == value for key, value in SPOT_LABELS.items()),
+        cpu_millicores=cpu,
         labels=dict(labels),
     )
 
@@ -289,6 +304,10 @@ class PodIndex:
         self._profile_sums: dict[str, list[float]] = {}
         self._type_counts: dict[str, Counter[str]] = {}
         self._app_nodes: dict[str, Counter[str]] = {}
+        # CPU time-sharing (timesharing.py): per node, its pods with a profile or a CPU demand (an unprofiled
+        # pod presses on nothing); and how many pods declare a demand (none: time-sharing changes no score).
+        self._loads: dict[str, NodeLoad] = {}
+        self.demanding = 0
 
     def pods(self) -> list[PodFacts]:
         """Every pod in the index."""
@@ -305,6 +324,13 @@ class PodIndex:
             sums = self._profile_sums.setdefault(node, [0.0] * len(PRESSURE_DIMENSIONS))
             for i, value in enumerate(facts.profile):
                 sums[i] += sign * value
+        if facts.profile is not None or facts.cpu_demand:
+            load = self._loads.setdefault(node, NodeLoad())
+            load.add(facts.profile or NO_PRESSURE, facts.cpu_demand, sign)
+            if not load.kinds:
+                del self._loads[node]
+        if facts.cpu_demand:
+            self.demanding += sign
         if facts.type_label:
             counts = self._type_counts.setdefault(node, Counter())
             counts[facts.type_label] += sign
@@ -336,6 +362,8 @@ class PodIndex:
         self._profile_sums.clear()
         self._type_counts.clear()
         self._app_nodes.clear()
+        self._loads.clear()
+        self.demanding = 0
 
     def interference(self, profile: Profile, node: str) -> float:
         """Interference (score) a pod of this profile would have with the pods on `node`."""
@@ -376,6 +404,14 @@ class PodIndex:
     def node_load(self, node: str) -> Sequence[float]:
         """The sum of the profiles on `node` (zeros when none)."""
         return self._profile_sums.get(node) or (0.0,) * len(PRESSURE_DIMENSIONS)
+
+    def load(self, node: str) -> NodeLoad:
+        """The node's pods as CPU time-sharing counts them (an empty NodeLoad when none); not to be changed."""
+        return self._loads.get(node) or NodeLoad()
+
+    def loaded_nodes(self) -> Iterable[str]:
+        """The nodes holding a pod with a profile or a CPU demand."""
+        return self._loads.keys()
 
     def types_on(self, node: str) -> Counter[str]:
         """Count of pods per type label on `node`."""

@@ -21,6 +21,9 @@ description:
     the apps role applies as they are.
   - C(profile_annotation) is the value of the pod annotation C(interference.orchestrator/profile), a JSON object
     resource to pressure, the same for apps given by C(type) and by C(profile). The scheduler extender reads it.
+  - C(cpu_demand_annotation) is the value of the pod annotation C(interference.orchestrator/cpu-demand), the app's
+    C(cpu_demand) in whole millicores (V(1500m)), or null for an app that declares none. The extender and the
+    InterferenceAware plugin count it as the engine does (CPU time-sharing).
   - When the plan still has interference, C(report.warning) of the result names the colliding apps (the filter is pure and
     prints nothing; the apps role prints it); O(strict=true) makes that an error.
   - An app whose Deployment annotations (its item as JSON and one planned node per replica) would exceed 32 KiB is
@@ -95,8 +98,9 @@ _value:
           an app left to the scheduler extender or the plugins build; C(scheduler), that value; C(nodes), one node
           name per replica (empty for extender apps); C(type_label), V(cpu), V(memory) or V(custom) for a
           profile-only app; C(profile), the non-zero pressures by resource; C(profile_annotation), that profile as
-          compact JSON; C(annotations), the Deployment's annotations C(interference.orchestrator/planned-nodes)
-          (pinned apps) and C(interference.orchestrator/app) (C(app) as JSON), at most 32 KiB together.
+          compact JSON; C(cpu_demand_annotation), the app's C(cpu_demand) as V(<millicores>m) or null;
+          C(annotations), the Deployment's annotations C(interference.orchestrator/planned-nodes) (pinned apps)
+          and C(interference.orchestrator/app) (C(app) as JSON), at most 32 KiB together.
       type: list
       elements: dict
     report:

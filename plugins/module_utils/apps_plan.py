@@ -19,7 +19,7 @@ from dataclasses import replace
 from typing import Any
 
 from .cluster_state import MANAGED_ANNOTATIONS_MAX_BYTES, annotations_size, deployment_annotations
-from .contract import profile_annotation, profile_mapping
+from .contract import cpu_demand_annotation, profile_annotation, profile_mapping
 from .errors import AppInputError, InterferenceError
 from .manifests import deployments, parse_settings
 from .model import App, normalised_item, parse_apps, parse_flag, parse_nodes
@@ -48,6 +48,9 @@ def _facts(item: dict[str, Any], app: App, nodes: list[str] | None) -> dict[str,
         "type_label": app.type_label,
         "profile": profile_mapping(app.profile),
         "profile_annotation": profile_annotation(app.profile),
+        "cpu_demand_annotation": (
+            cpu_demand_annotation(app.cpu_demand_millicores) if app.cpu_demand_millicores else None
+        ),
         "annotations": annotations,
     }
 
@@ -66,7 +69,9 @@ def plan_apps(
     `scheduler` (that value, else None), `nodes` (one node name per replica;
     empty for extender apps), `type_label` (cpu, memory or custom), `profile`
     ({resource: pressure}, non-zero pressures only), `profile_annotation`
-    (that profile as the JSON of the pod annotation) and `annotations` (those
+    (that profile as the JSON of the pod annotation), `cpu_demand_annotation`
+    (the pods' CPU demand annotation, None when the app declares no
+    `cpu_demand`: contract.py) and `annotations` (those
     of its Deployment: cluster_state.deployment_annotations, at most
     MANAGED_ANNOTATIONS_MAX_BYTES). `report` is Plan.report() of the pinned
     apps (an empty plan when none). With `deployment`, the role's settings

@@ -10,17 +10,25 @@ The apps role writes both on every pod it manages; the scheduler extender
 - TYPE_LABEL: `cpu`, `memory`, or `custom` for a profile-only app. Readers fall
   back to it (as the seed types' one-hot profile) only when a pod has no valid
   profile annotation, e.g. a pod written by hand.
+- CPU_DEMAND_ANNOTATION, only on the pods of an app that declares `cpu_demand`:
+  the CPU it would use if it had it, as whole millicores (`1500m`). What CPU
+  time-sharing counts (timesharing.py); a pod without it, or with any other
+  value, demands nothing.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 
 from .interference import PRESSURE_DIMENSIONS, TYPE_PROFILES, Profile, profile_for_type, profile_from_mapping
 
 TYPE_LABEL = "interference.orchestrator/type"
 PROFILE_ANNOTATION = "interference.orchestrator/profile"
+CPU_DEMAND_ANNOTATION = "interference.orchestrator/cpu-demand"
+# Whole millicores, at most 9 digits (a million cores): the only form written and read.
+_CPU_DEMAND = re.compile(r"([0-9]{1,9})m")
 # The type label of an app given by `profile` only.
 CUSTOM_TYPE = "custom"
 # Longest PROFILE_ANNOTATION value read (characters). The apps role writes at
@@ -69,3 +77,14 @@ def pod_profile(annotations: Mapping[str, str], labels: Mapping[str, str]) -> Pr
         return profile
     type_label = (labels.get(TYPE_LABEL) or "").lower()
     return profile_for_type(type_label) if type_label in TYPE_PROFILES else None
+
+
+def cpu_demand_annotation(millicores: int) -> str:
+    """The value of CPU_DEMAND_ANNOTATION for a demand in millicores (`1500m`)."""
+    return f"{millicores}m"
+
+
+def pod_cpu_demand(annotations: Mapping[str, str]) -> int:
+    """A pod's CPU demand in millicores: its CPU_DEMAND_ANNOTATION, 0 when missing or not `<digits>m`."""
+    found = _CPU_DEMAND.fullmatch(annotations.get(CPU_DEMAND_ANNOTATION) or "")
+    return int(found.group(1)) if found else 0

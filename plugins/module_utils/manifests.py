@@ -42,7 +42,7 @@ from typing import Any
 
 from . import schema
 from .cluster_state import APP_LABEL
-from .contract import PROFILE_ANNOTATION, TYPE_LABEL
+from .contract import CPU_DEMAND_ANNOTATION, PROFILE_ANNOTATION, TYPE_LABEL
 from .errors import InputError
 from .model import GPU_RESOURCE
 
@@ -254,10 +254,10 @@ def deployment(entry: Mapping[str, Any], settings: DeploymentSettings) -> dict[s
     if not entry["extender"]:
         spec["strategy"] = copy.deepcopy(STRATEGIES[settings.strategy])
     spec["selector"] = {"matchLabels": {APP_LABEL: name, MANAGED_BY_LABEL: MANAGED_BY}}
-    spec["template"] = {
-        "metadata": {"labels": dict(labels), "annotations": {PROFILE_ANNOTATION: entry["profile_annotation"]}},
-        "spec": pod,
-    }
+    pod_annotations = {PROFILE_ANNOTATION: entry["profile_annotation"]}
+    if entry.get("cpu_demand_annotation"):
+        pod_annotations[CPU_DEMAND_ANNOTATION] = entry["cpu_demand_annotation"]
+    spec["template"] = {"metadata": {"labels": dict(labels), "annotations": pod_annotations}, "spec": pod}
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",

@@ -64,9 +64,9 @@ def active(apps: Sequence[App]) -> bool:
     return any(app.cpu_demand_millicores > 0 for app in apps)
 
 
-def _capacity(node: Node) -> float:
+def _capacity(cpu_millicores: int | None) -> float:
     # A node that does not say its CPUs is never oversubscribed; one with none free is by any demand.
-    return float("inf") if node.cpu_millicores is None else float(max(node.cpu_millicores, 1))
+    return float("inf") if cpu_millicores is None else float(max(cpu_millicores, 1))
 
 
 def factor(demand: float, capacity: float) -> float:
@@ -116,10 +116,117 @@ def oversubscribed(
     """The nodes whose demand exceeds their CPUs under the assignment, in node order."""
     result = []
     for node, demand in zip(nodes, node_demands(apps, nodes, assignment), strict=True):
-        capacity = _capacity(node)
+        capacity = _capacity(node.cpu_millicores)
         if demand > capacity:
             result.append(Oversubscribed(node.name, demand / 1000, capacity / 1000, round(demand / capacity, 6)))
     return result
+
+
+def _term(kind: tuple[Profile, int], load: NodeLoad, cross: Sequence[float] | None) -> float:
+    """(s_i - 1) of one replica of this kind (profile, demand) on the node of `load` (it included).
+
+    `cross` is s_r times what the group's other nodes press while they run
+    (None: not in a group). The one home of the formula in the module's
+    docstring: the engine's sums (_TimeShared) and the extender's (NodeLoad,
+    added_cost) both price with it.
+    """
+    profile, own_demand = kind
+    demand, capacity, busy, idle = load.demand, load.capacity, load.busy, load.idle
+    slowed = factor(demand, capacity)
+    if own_demand:
+        chance = _together(demand, capacity, own_demand)
+        same = sum(p * (chance * (b - p) + i) for p, b, i in zip(profile, busy, idle, strict=True) if p)
+    else:
+        same = sum(p * (b / slowed + i - p) for p, b, i in zip(profile, busy, idle, strict=True) if p)
+    if cross is not None:
+        same += sum(p * c for p, c in zip(profile, cross, strict=True) if p)
+    return (slowed if own_demand else 1.0) * (1 + same) - 1
+
+
+class NodeLoad:
+    """One node's replicas as time-sharing sees them, kept up to date one replica at a time.
+
+    What an online scheduler keeps per node (the extender's PodIndex): the
+    node's CPUs (millicores; None when unknown: never oversubscribed), the
+    demand on it, the profile sums of its demanding (`busy`) and other
+    (`idle`) replicas, and its replicas per kind (profile, demand).
+    """
+
+    __slots__ = ("busy", "capacity", "demand", "idle", "kinds")
+
+    def __init__(self, cpu_millicores: int | None = None) -> None:
+        self.capacity = _capacity(cpu_millicores)
+        self.demand = 0.0
+        self.busy = [0.0] * len(PRESSURE_DIMENSIONS)
+        self.idle = [0.0] * len(PRESSURE_DIMENSIONS)
+        self.kinds: dict[tuple[Profile, int], int] = {}
+
+    def copy(self) -> NodeLoad:
+        """A copy to price a change on, leaving this one's sums exactly as they are."""
+        other = NodeLoad()
+        other.capacity, other.demand = self.capacity, self.demand
+        other.busy, other.idle, other.kinds = list(self.busy), list(self.idle), dict(self.kinds)
+        return other
+
+    def with_cpus(self, cpu_millicores: int | None) -> NodeLoad:
+        """A copy on a node of these CPUs (an online scheduler learns them from the Node, not from its pods)."""
+        other = self.copy()
+        other.capacity = _capacity(cpu_millicores)
+        return other
+
+    def add(self, profile: Profile, demand: int, sign: int = 1) -> None:
+        """Count one replica in (sign 1) or out (sign -1)."""
+        key = (profile, demand)
+        count = self.kinds.get(key, 0) + sign
+        if count:
+            self.kinds[key] = count
+        else:
+            self.kinds.pop(key, None)
+        self.demand += sign * demand
+        sums = self.busy if demand else self.idle
+        for dim, value in enumerate(profile):
+            sums[dim] += sign * value
+
+    def weighted(self) -> list[float]:
+        """What the node's replicas press on the group while they run: busy sums times the run fraction, plus idle."""
+        running = 1 / factor(self.demand, self.capacity)
+        return [running * b + i for b, i in zip(self.busy, self.idle, strict=True)]
+
+    def exposure(self) -> list[float]:
+        """How much the node's cost rises per unit of cross-node pressure, per resource."""
+        slowed = factor(self.demand, self.capacity)
+        return [slowed * b + i for b, i in zip(self.busy, self.idle, strict=True)]
+
+    def cost(self, cross: Sequence[float] | None) -> float:
+        """The sum of (s_i - 1) over the node's replicas."""
+        return sum(count * _term(kind, self, cross) for kind, count in self.kinds.items())
+
+
+def added_cost(
+    kind: tuple[Profile, int], load: NodeLoad, *, sharing: Sharing = NO_SHARING,
+    others: tuple[Sequence[float], Sequence[float]] | None = None,
+) -> float:
+    """How much the time-shared score rises when one replica of `kind` (profile, demand) joins the node of `load`.
+
+    `load` is left as it is (the change is priced on a copy).
+
+    With `sharing`, a node in a group passes as `others` the sums over the
+    group's *other* nodes of NodeLoad.weighted and NodeLoad.exposure (None:
+    not in a group). The node's own cross term does not change (its group's
+    pressure rises by what it adds itself); each other node's cost rises by
+    sum_r s_r times the change of this node's weighted pressure times its
+    exposure. The same number as the engine's _TimeShared pricing the change
+    (the property tests check it).
+    """
+    grouped = others if sharing.active else None
+    cross = [s * w for s, w in zip(sharing.shares, grouped[0], strict=True)] if grouped else None
+    after = load.copy()
+    after.add(*kind)
+    change = after.cost(cross) - load.cost(cross)
+    if grouped:
+        rise = zip(sharing.shares, after.weighted(), load.weighted(), grouped[1], strict=True)
+        change += sum(s * (now - before) * exposed for s, now, before, exposed in rise if s)
+    return change
 
 
 class Usage(Protocol):
@@ -137,14 +244,13 @@ class Usage(Protocol):
 class _TimeShared:
     """Per-node sums for pricing a move under the time-shared score.
 
-    A node's cost is the sum of (s_i - 1) over its replicas. It needs the
-    node's demand, the profile sums of its demanding (`busy`) and other
-    (`idle`) replicas, and the sum over its group of what each node's
-    replicas press while they run (`weighted`: busy sums times the node's run
-    fraction, plus idle sums). A replica's term depends only on its profile
-    and demand (its `kind`), so a node counts its residents per kind and
-    prices each kind once. A move changes two nodes' sums and, when they are
-    in groups, the cost of every node in those groups.
+    A node's cost is the sum of (s_i - 1) over its replicas (NodeLoad.cost).
+    It needs the node's demand, the profile sums of its demanding and other
+    replicas, and the sum over its group of what each node's replicas press
+    while they run (NodeLoad.weighted). A replica's term depends only on its
+    profile and demand (its `kind`), so a node counts its residents per kind
+    and prices each kind once. A move changes two nodes' sums and, when they
+    are in groups, the cost of every node in those groups.
     """
 
     def __init__(self, apps: Sequence[App], nodes: Sequence[Node], assignment: Sequence[Sequence[int]],
@@ -156,72 +262,38 @@ class _TimeShared:
         for node_index, group in enumerate(self.group):
             members.setdefault(group, []).append(node_index)
         self.members = {group: tuple(indices) for group, indices in members.items()}
-        self.capacity = [_capacity(node) for node in nodes]
-        kinds: dict[tuple[Profile, int], int] = {}
-        self.kind = [kinds.setdefault((app.profile, app.cpu_demand_millicores), len(kinds)) for app in apps]
-        self.kinds = list(kinds)
-        width = len(PRESSURE_DIMENSIONS)
-        self.residents: list[dict[int, int]] = [{} for _node in nodes]
-        self.demand = [0.0] * len(nodes)
-        self.busy = [[0.0] * width for _node in nodes]
-        self.idle = [[0.0] * width for _node in nodes]
+        self.kind = [(app.profile, app.cpu_demand_millicores) for app in apps]
+        self.loads = [NodeLoad(node.cpu_millicores) for node in nodes]
         for app_index, replicas in enumerate(assignment):
             for node_index in replicas:
-                self._put(self.kind[app_index], node_index, 1)
+                self.loads[node_index].add(*self.kind[app_index])
         self.cost = [self._node_cost(node_index) for node_index in range(len(nodes))]
 
-    def _put(self, kind: int, node_index: int, sign: int) -> None:
-        profile, demand = self.kinds[kind]
-        counts = self.residents[node_index]
-        counts[kind] = counts.get(kind, 0) + sign
-        if not counts[kind]:
-            del counts[kind]
-        self.demand[node_index] += sign * demand
-        sums = self.busy[node_index] if demand else self.idle[node_index]
-        for dim, value in enumerate(profile):
-            if value:
-                sums[dim] += sign * value
-
-    def _weighted(self, node_index: int) -> list[float]:
-        running = 1 / factor(self.demand[node_index], self.capacity[node_index])
-        return [running * b + i for b, i in zip(self.busy[node_index], self.idle[node_index], strict=True)]
-
-    def terms(self, node_index: int, group_sums: list[float] | None = None) -> dict[int, float]:
-        """Each resident kind's (predicted slowdown - 1) per replica on the node."""
-        residents = self.residents[node_index]
-        if not residents:
-            return {}
-        demand, capacity = self.demand[node_index], self.capacity[node_index]
-        slowed = factor(demand, capacity)
-        busy, idle = self.busy[node_index], self.idle[node_index]
-        cross: list[float] | None = None
+    def _cross(self, node_index: int, group_sums: list[float] | None) -> list[float] | None:
         group = self.group[node_index]
-        if group < 0 and self.shared:
-            own = self._weighted(node_index)
-            if group_sums is None:
-                group_sums = self._group_sums(group)
-            cross = [s * (g - o) for s, g, o in zip(self.shares, group_sums, own, strict=True)]
-        result = {}
-        for kind in residents:
-            profile, own_demand = self.kinds[kind]
-            if own_demand:
-                chance = _together(demand, capacity, own_demand)
-                same = sum(p * (chance * (b - p) + i) for p, b, i in zip(profile, busy, idle, strict=True) if p)
-            else:
-                same = sum(p * (b / slowed + i - p) for p, b, i in zip(profile, busy, idle, strict=True) if p)
-            if cross is not None:
-                same += sum(p * c for p, c in zip(profile, cross, strict=True) if p)
-            result[kind] = (slowed if own_demand else 1.0) * (1 + same) - 1
-        return result
+        if group >= 0 or not self.shared:
+            return None
+        own = self.loads[node_index].weighted()
+        if group_sums is None:
+            group_sums = self._group_sums(group)
+        return [s * (g - o) for s, g, o in zip(self.shares, group_sums, own, strict=True)]
+
+    def terms(self, node_index: int) -> dict[tuple[Profile, int], float]:
+        """Each resident kind's (predicted slowdown - 1) per replica on the node."""
+        load = self.loads[node_index]
+        if not load.kinds:
+            return {}
+        cross = self._cross(node_index, None)
+        return {kind: _term(kind, load, cross) for kind in load.kinds}
 
     def _node_cost(self, node_index: int, group_sums: list[float] | None = None) -> float:
-        terms = self.terms(node_index, group_sums)
-        return sum(count * terms[kind] for kind, count in self.residents[node_index].items())
+        load = self.loads[node_index]
+        return load.cost(self._cross(node_index, group_sums)) if load.kinds else 0.0
 
     def _group_sums(self, group: int) -> list[float]:
         sums = [0.0] * len(PRESSURE_DIMENSIONS)
         for member in self.members[group]:
-            for dim, value in enumerate(self._weighted(member)):
+            for dim, value in enumerate(self.loads[member].weighted()):
                 sums[dim] += value
         return sums
 
@@ -250,15 +322,15 @@ class _TimeShared:
     def move(self, app_index: int, source: int, target: int) -> float:
         """Move one replica in the sums and return how much the total changed."""
         kind = self.kind[app_index]
-        self._put(kind, source, -1)
-        self._put(kind, target, 1)
+        self.loads[source].add(*kind, -1)
+        self.loads[target].add(*kind)
         return self.reprice(self.touched(source, target))
 
     def undo(self, app_index: int, source: int, target: int) -> None:
         """Take back move(app_index, source, target)."""
         kind = self.kind[app_index]
-        self._put(kind, target, -1)
-        self._put(kind, source, 1)
+        self.loads[target].add(*kind, -1)
+        self.loads[source].add(*kind)
         self.reprice(self.touched(source, target))
 
 
@@ -281,7 +353,7 @@ def improve(
     budget = TIMESHARING_BUDGET
     replicas = list(movable)
     swaps = len(replicas) <= TIMESHARING_SWAP_MAX
-    no_better: set[tuple[int, ...]] = set()
+    no_better: set[tuple[object, ...]] = set()
 
     for _pass in range(TIMESHARING_MAX_PASSES):
         changed = False
@@ -289,7 +361,7 @@ def improve(
             source = assignment[app_index][position]
             app = apps[app_index]
             for target in range(len(nodes)):
-                key: tuple[int, ...] = (model.kind[app_index], source, target)
+                key: tuple[object, ...] = (model.kind[app_index], source, target)
                 if target == source or key in no_better:
                     continue
                 if budget <= 0:

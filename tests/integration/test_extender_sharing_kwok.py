@@ -72,19 +72,12 @@ class Setup:
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
     workdir = tmp_path_factory.mktemp("extender-sharing")
-    listen = f"127.0.0.1:{kwok.free_port()}"
-    config, _ = kwok.render_scheduler_config(workdir / "plain", listen)
-    cluster = kwok.KwokCluster(name=f"ext-share-{kwok.free_port()}", workdir=workdir, scheduler_config=config)
-    cluster.create()
-    try:
-        api = cluster.api()
-        kwok.create_nodes(api, [make_node(name, labels={HOST: host}) for name, host in NODES.items()])
+    nodes = [make_node(name, labels={HOST: host}) for name, host in NODES.items()]
+    with kwok.extender_cluster(workdir, "ext-share", nodes) as (cluster, api, listen):
         for name, pod_type, node in BALLAST:
             kwok.create_pod(api, make_pod(name, pod_type=pod_type, node_name=node))
             kwok.wait_bound(api, name)
         yield Setup(cluster, api, listen, workdir)
-    finally:
-        cluster.delete()
 
 
 def placed_with_extender(setup: Setup, policy_vars: dict[str, Any], name: str) -> str:

@@ -34,15 +34,19 @@ def make_node(
     gpu_memory: str | None = None,
     zone: str | None = None,
     labels: Mapping[str, str] | None = None,
+    *,
+    cpu: str | None = "8",
 ) -> client.V1Node:
-    """A Ready node with kubelet-like status; `gpus` adds nvidia.com/gpu capacity."""
+    """A Ready node with kubelet-like status; `gpus` adds nvidia.com/gpu capacity, `cpu` None leaves out CPUs."""
     node_labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}
     if gpu_memory is not None:
         node_labels[GPU_MEMORY_LABEL] = gpu_memory
     if zone is not None:
         node_labels[ZONE_LABEL] = zone
     node_labels.update(labels or {})
-    capacity = {"cpu": "8", "memory": "32Gi", "pods": "110", "ephemeral-storage": "100Gi"}
+    capacity = {"cpu": cpu or "", "memory": "32Gi", "pods": "110", "ephemeral-storage": "100Gi"}
+    if cpu is None:
+        del capacity["cpu"]
     if gpus:
         capacity["nvidia.com/gpu"] = str(gpus)
     condition_types = ("MemoryPressure", "DiskPressure", "PIDPressure", "Ready")

@@ -19,7 +19,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -187,6 +188,25 @@ def start_extender(
     if process.poll() is not None:
         raise RuntimeError(f"the extender exited: {log.read_text()}")
     return process
+
+
+@contextmanager
+def extender_cluster(workdir: Path, name: str, nodes: Iterable[Any]) -> Iterator[tuple[KwokCluster, Any, str]]:
+    """A kwok cluster whose kube-scheduler calls the role's extender entry at a free address, with `nodes`.
+
+    Yields (cluster, CoreV1Api, the extender's listen address); the extender itself is started by the test
+    (start_extender), with the policy it needs. The cluster is deleted at the end.
+    """
+    listen = f"127.0.0.1:{free_port()}"
+    config, _ = render_scheduler_config(workdir / "plain", listen)
+    cluster = KwokCluster(name=f"{name}-{free_port()}", workdir=workdir, scheduler_config=config)
+    cluster.create()
+    try:
+        api = cluster.api()
+        create_nodes(api, nodes)
+        yield cluster, api, listen
+    finally:
+        cluster.delete()
 
 
 def http_status(listen: str, path: str) -> int | None:

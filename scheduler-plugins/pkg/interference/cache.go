@@ -26,8 +26,10 @@ type podEntry struct {
 	annotation, label string
 	hasAnnotation     bool
 	hasLabel          bool
+	demandText        string // the CPUDemandAnnotation value ("" when absent)
 	profile           Profile
-	usable            bool // false: no profile, or a bad one (the pod is neutral)
+	usable            bool  // false: no profile, or a bad one (the pod is neutral)
+	demand            int64 // CPU demand in millicores (0: none, or not whole millicores)
 }
 
 // maxPodEntries bounds the memo when pods come and go faster than the
@@ -46,24 +48,32 @@ func (c *podProfiles) forget(uid types.UID) {
 	c.mu.Unlock()
 }
 
-// profileOf returns the pod's profile and whether it is usable. A bad profile is
-// logged once, when it is parsed: once per pod and text.
+// profileOf returns the pod's profile and whether it is usable.
 func (p *Plugin) profileOf(logger klog.Logger, pod *v1.Pod) (Profile, bool) {
+	entry := p.podOf(logger, pod)
+	return entry.profile, entry.usable
+}
+
+// podOf returns what the plugin reads of a pod: its profile, whether it is
+// usable, and its CPU demand. A bad profile is logged once, when it is
+// parsed: once per pod and text.
+func (p *Plugin) podOf(logger klog.Logger, pod *v1.Pod) *podEntry {
 	annotation, hasAnnotation := pod.Annotations[p.args.ProfileAnnotation]
 	label, hasLabel := pod.Labels[p.args.TypeLabel]
+	demandText := pod.Annotations[CPUDemandAnnotation]
 	c := p.pods
 	c.mu.Lock()
 	entry, ok := c.entries[pod.UID]
 	c.mu.Unlock()
 	if ok && entry.hasAnnotation == hasAnnotation && entry.hasLabel == hasLabel &&
-		entry.annotation == annotation && entry.label == label {
-		return entry.profile, entry.usable
+		entry.annotation == annotation && entry.label == label && entry.demandText == demandText {
+		return entry
 	}
 	c.parses.Add(1)
 	profile, usable, problem := podProfile(annotation, hasAnnotation, label, hasLabel)
 	entry = &podEntry{
 		annotation: annotation, label: label, hasAnnotation: hasAnnotation, hasLabel: hasLabel,
-		profile: profile, usable: usable,
+		demandText: demandText, profile: profile, usable: usable, demand: ParseCPUDemand(demandText),
 	}
 	if problem != nil {
 		outcome := "the pod counts as neutral"
@@ -79,7 +89,7 @@ func (p *Plugin) profileOf(logger klog.Logger, pod *v1.Pod) (Profile, bool) {
 	}
 	c.entries[pod.UID] = entry
 	c.mu.Unlock()
-	return entry.profile, entry.usable
+	return entry
 }
 
 // nodeSums is the sum of the profiles of the pods on one node (assumed pods
@@ -91,9 +101,18 @@ func (p *Plugin) profileOf(logger klog.Logger, pod *v1.Pod) (Profile, bool) {
 type nodeSums struct {
 	generation int64
 	sum        Profile
-	// members holds the profiled pods on the node by UID, so that Score can
-	// leave out the pod being scheduled when it is already in the NodeInfo.
-	members map[types.UID]Profile
+	// demand is the CPU demand (millicores) of the node's pods: above 0, CPU
+	// time-sharing scores every pod.
+	demand int64
+	// members holds the pods on the node with a profile or a CPU demand by
+	// UID (a pod without a usable profile as the zero profile), so that Score
+	// can leave out the pod being scheduled when it is already in the
+	// NodeInfo. nil when there are none.
+	members map[types.UID]Kind
+	// load is the node as CPU time-sharing sees it, built from members the
+	// first time a cycle with time-sharing needs it (loadOf).
+	loadOnce sync.Once
+	load     *NodeLoad
 }
 
 // nodeCache maps a node name to its *nodeSums. A sync.Map: Score reads it from
@@ -113,20 +132,46 @@ func (p *Plugin) sumsOf(logger klog.Logger, nodeInfo fwk.NodeInfo) *nodeSums {
 	sums := &nodeSums{generation: generation}
 	for _, info := range nodeInfo.GetPods() {
 		pod := info.GetPod()
-		profile, ok := p.profileOf(logger, pod)
-		if !ok || profile == (Profile{}) {
+		entry := p.podOf(logger, pod)
+		profiled := entry.usable && entry.profile != (Profile{})
+		if !profiled && entry.demand == 0 {
 			continue
 		}
-		for i := range sums.sum {
-			sums.sum[i] += profile[i]
+		if profiled {
+			for i := range sums.sum {
+				sums.sum[i] += entry.profile[i]
+			}
 		}
+		sums.demand += entry.demand
 		if sums.members == nil {
-			sums.members = map[types.UID]Profile{}
+			sums.members = map[types.UID]Kind{}
 		}
-		sums.members[pod.UID] = profile
+		kind := Kind{Demand: entry.demand}
+		if profiled {
+			kind.Profile = entry.profile
+		}
+		sums.members[pod.UID] = kind
 	}
 	p.nodes.entries.Store(name, sums)
 	return sums
+}
+
+// loadOf returns the node's time-sharing load for the generation of sums
+// (sumsOf(nodeInfo)), built once from its members in the NodeInfo's pod
+// order, with the node's allocatable CPU. Not to be changed.
+func (p *Plugin) loadOf(sums *nodeSums, nodeInfo fwk.NodeInfo) *NodeLoad {
+	sums.loadOnce.Do(func() {
+		load := NewNodeLoad(Capacity(nodeInfo.Node()))
+		if len(sums.members) > 0 {
+			for _, info := range nodeInfo.GetPods() {
+				if kind, ok := sums.members[info.GetPod().UID]; ok {
+					load.Add(kind, 1)
+				}
+			}
+		}
+		sums.load = load
+	})
+	return sums.load
 }
 
 // forgetNode drops a deleted node.

@@ -1,6 +1,8 @@
 // Package interference is the InterferenceAware score plugin: it prefers the
 // node where the pod adds the least interference to the pods already there,
-// the same dot-product formula as the Python placement engine.
+// the same dot-product formula as the Python placement engine; when pods
+// declare a CPU demand, the rise of the time-shared score of the engine's
+// timesharing.py instead (timesharing.go).
 package interference
 
 import (
@@ -170,85 +172,159 @@ func New(_ context.Context, obj runtime.Object, handle framework.Handle) (framew
 // Name returns the plugin name.
 func (p *Plugin) Name() string { return Name }
 
-// state is what PreScore works out for Score: the pod's profile and, with
-// sharing, the profile weighted by the shares and the sum of the node sums
-// per group (value of the sharing label).
+// state is what PreScore works out for Score: the pod's profile and CPU
+// demand; with sharing, the profile weighted by the shares and the sum of
+// the node sums per group (value of the sharing label). With CPU
+// time-sharing (timeSharing), the sums of NodeLoad.Weighted and
+// NodeLoad.Exposure per group instead (loads, with sharing).
 type state struct {
-	profile  Profile
-	weighted Profile
-	groups   map[string]Profile
+	profile     Profile
+	demand      int64
+	weighted    Profile
+	groups      map[string]Profile
+	timeSharing bool
+	loads       map[string]GroupLoad
 }
 
 func (s *state) Clone() fwk.StateData { return s }
 
-// PreScore reads the pod's profile once per cycle. A pod without a profile,
-// or with a malformed one, skips Score: every node is equal to this plugin.
-// With sharing it also adds up the node sums of every group over all the
-// nodes of the snapshot (each node's sum cached per generation).
+// PreScore reads the pod's profile and CPU demand once per cycle. A pod
+// without a profile, or with a malformed one, skips Score: every node is
+// equal to this plugin; so does a pod that presses on nothing and demands no
+// CPU (it adds nothing anywhere). With sharing it also adds up the node sums
+// of every group over all the nodes of the snapshot (each node's sum cached
+// per generation).
+//
+// CPU time-sharing scores the pod when it declares a CPU demand or some
+// node PreScore looks at holds a pod that does: the snapshot's nodes when it
+// lists them (sharing), else the nodes it receives (without a group term, a
+// node's score depends on its own pods only, and where none of them demands
+// CPU the time-shared score is exactly twice the pair score: the same
+// ranking). Otherwise the score is the pair score of before.
 func (p *Plugin) PreScore(ctx context.Context, cycle fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
 	logger := klog.FromContext(ctx)
-	profile, ok := p.profileOf(logger, pod)
-	if !ok || profile == (Profile{}) {
+	entry := p.podOf(logger, pod)
+	profile, demand := entry.profile, entry.demand
+	if !entry.usable || (profile == (Profile{}) && demand == 0) {
 		return fwk.NewStatus(fwk.Skip)
 	}
-	s := &state{profile: profile}
+	s := &state{profile: profile, demand: demand}
 	if p.sharing {
 		for i := range s.weighted {
 			s.weighted[i] = p.shares[i] * profile[i]
 		}
-		if s.weighted != (Profile{}) {
-			groups, err := p.groupSums(logger, pod, nodes)
-			if err != nil {
-				return fwk.AsStatus(err)
-			}
-			s.groups = groups
+	}
+	// The group's other nodes change the score when the pod presses on a
+	// shared resource, or (time-sharing) when its demand changes how much of
+	// the time the node's pods run.
+	listAll := p.sharing && (s.weighted != (Profile{}) || demand > 0)
+	if listAll {
+		all, err := p.listNodes(nodes)
+		if err != nil {
+			return fwk.AsStatus(err)
 		}
+		nodes = all
+	}
+	s.timeSharing = demand > 0
+	for i := 0; i < len(nodes) && !s.timeSharing; i++ {
+		if nodes[i].Node() != nil && p.sumsOf(logger, nodes[i]).demand > 0 {
+			s.timeSharing = true
+		}
+	}
+	switch {
+	case listAll && s.timeSharing:
+		s.loads = p.groupLoads(logger, pod, nodes)
+	case listAll:
+		s.groups = p.groupSums(logger, pod, nodes)
 	}
 	cyclestate.Write(cycle, Name, s)
 	return nil
 }
 
-// groupSums adds up the node sums per value of the sharing label over every
-// node of the snapshot (the nodes PreScore received when there is no
-// snapshot to list). A node without the label is in no group. The pod being
-// scheduled, if some NodeInfo holds it already, is left out.
-func (p *Plugin) groupSums(logger klog.Logger, pod *v1.Pod, nodes []fwk.NodeInfo) (map[string]Profile, error) {
+// listNodes returns every node of the snapshot (the nodes PreScore received
+// when there is no snapshot to list).
+func (p *Plugin) listNodes(nodes []fwk.NodeInfo) ([]fwk.NodeInfo, error) {
 	if p.allNodes != nil {
 		all, err := p.allNodes()
 		if err != nil {
 			return nil, fmt.Errorf("%s: listing nodes: %w", Name, err)
 		}
 		if all != nil {
-			nodes = all
+			return all, nil
 		}
 	}
+	return nodes, nil
+}
+
+// grouped calls add for each node with the sharing label, with the label's
+// value (its group); a node without the label is in no group.
+func (p *Plugin) grouped(nodes []fwk.NodeInfo, add func(group string, nodeInfo fwk.NodeInfo)) {
 	label := p.args.Sharing.Label
-	groups := map[string]Profile{}
 	for _, nodeInfo := range nodes {
-		node := nodeInfo.Node()
-		if node == nil {
-			continue
+		if node := nodeInfo.Node(); node != nil {
+			if value, labelled := node.Labels[label]; labelled {
+				add(value, nodeInfo)
+			}
 		}
-		value, labelled := node.Labels[label]
-		if !labelled {
-			continue
-		}
+	}
+}
+
+// groupSums adds up the node sums per value of the sharing label over the
+// nodes. The pod being scheduled, if some NodeInfo holds it already, is
+// left out.
+func (p *Plugin) groupSums(logger klog.Logger, pod *v1.Pod, nodes []fwk.NodeInfo) map[string]Profile {
+	groups := map[string]Profile{}
+	p.grouped(nodes, func(value string, nodeInfo fwk.NodeInfo) {
 		sums := p.sumsOf(logger, nodeInfo)
 		group := groups[value]
 		for i := range group {
 			group[i] += sums.sum[i]
 		}
-		if len(sums.members) > 0 {
-			if own, onNode := sums.members[pod.UID]; onNode {
-				for i := range group {
-					group[i] -= own[i]
-				}
+		if own, onNode := sums.members[pod.UID]; onNode {
+			for i := range group {
+				group[i] -= own.Profile[i]
 			}
 		}
 		groups[value] = group
-	}
-	return groups, nil
+	})
+	return groups
 }
+
+// groupLoads adds up NodeLoad.Weighted and NodeLoad.Exposure per value of
+// the sharing label over the nodes (the extender's added_time_shared), each
+// node without the pod being scheduled if it holds it already.
+func (p *Plugin) groupLoads(logger klog.Logger, pod *v1.Pod, nodes []fwk.NodeInfo) map[string]GroupLoad {
+	groups := map[string]GroupLoad{}
+	p.grouped(nodes, func(value string, nodeInfo fwk.NodeInfo) {
+		group := groups[value]
+		if sums := p.sumsOf(logger, nodeInfo); len(sums.members) > 0 {
+			load := p.withoutPod(sums, nodeInfo, pod)
+			weighted, exposure := load.Weighted(), load.Exposure()
+			for i := range group.Weighted {
+				group.Weighted[i] += weighted[i]
+				group.Exposure[i] += exposure[i]
+			}
+		}
+		groups[value] = group
+	})
+	return groups
+}
+
+// withoutPod is the node's time-sharing load without the pod being
+// scheduled, when the NodeInfo holds it already.
+func (p *Plugin) withoutPod(sums *nodeSums, nodeInfo fwk.NodeInfo, pod *v1.Pod) *NodeLoad {
+	load := p.loadOf(sums, nodeInfo)
+	if own, onNode := sums.members[pod.UID]; onNode {
+		load = load.clone()
+		load.Add(own, -1)
+	}
+	return load
+}
+
+// maxTimeShared bounds the raw time-shared score (a demand of a million
+// cores on a node of one millicore slows its pods a billion times), so that
+// NormalizeScore's arithmetic cannot overflow.
+const maxTimeShared = 1 << 50
 
 // Score returns the added interference in raw units (Resolution per unit);
 // NormalizeScore turns lower interference into a higher score. The added
@@ -256,10 +332,15 @@ func (p *Plugin) groupSums(logger klog.Logger, pod *v1.Pod, nodes []fwk.NodeInfo
 // profiles on the node (dot is linear), the sum kept per node generation;
 // with sharing, plus the dot product of the share-weighted profile with the
 // sum over the group's other nodes (the group's sum less the node's own).
+// With CPU time-sharing it is the rise of the time-shared score instead
+// (AddedTimeShared), in the same units.
 func (p *Plugin) Score(ctx context.Context, cycle fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
 	s, status := cyclestate.Read[*state](cycle, Name)
 	if status != nil {
 		return 0, status
+	}
+	if s.timeSharing {
+		return p.scoreTimeShared(ctx, s, pod, nodeInfo), nil
 	}
 	profile := s.profile
 	// NodeInfo includes pods the scheduler has assumed but not yet bound, so
@@ -268,7 +349,7 @@ func (p *Plugin) Score(ctx context.Context, cycle fwk.CycleState, pod *v1.Pod, n
 	added := Dot(profile, sums.sum)
 	var own Profile // the pod itself, when the NodeInfo holds it already
 	if len(sums.members) > 0 {
-		if own = sums.members[pod.UID]; own != (Profile{}) {
+		if own = sums.members[pod.UID].Profile; own != (Profile{}) {
 			added -= Dot(profile, own)
 		}
 	}
@@ -287,6 +368,31 @@ func (p *Plugin) Score(ctx context.Context, cycle fwk.CycleState, pod *v1.Pod, n
 		}
 	}
 	return int64(math.Round(added * float64(p.args.Resolution))), nil
+}
+
+// scoreTimeShared is the rise of the time-shared score when the pod joins
+// the node, in raw units: the node's load (without the pod, if the NodeInfo
+// holds it already) and, with sharing, its group's loads less its own.
+func (p *Plugin) scoreTimeShared(ctx context.Context, s *state, pod *v1.Pod, nodeInfo fwk.NodeInfo) int64 {
+	sums := p.sumsOf(klog.FromContext(ctx), nodeInfo)
+	load := p.withoutPod(sums, nodeInfo, pod)
+	var others *GroupLoad
+	if s.loads != nil {
+		// As for the pair score: a node without the label is in no group, and
+		// a group PreScore did not see adds nothing.
+		if value, labelled := nodeInfo.Node().Labels[p.args.Sharing.Label]; labelled {
+			if group, listed := s.loads[value]; listed {
+				weighted, exposure := load.Weighted(), load.Exposure()
+				for i := range group.Weighted {
+					group.Weighted[i] -= weighted[i]
+					group.Exposure[i] -= exposure[i]
+				}
+				others = &group
+			}
+		}
+	}
+	added := AddedTimeShared(Kind{Profile: s.profile, Demand: s.demand}, load, p.shares, others)
+	return int64(max(-maxTimeShared, min(maxTimeShared, math.Round(added*float64(p.args.Resolution)))))
 }
 
 // ScoreExtensions returns the plugin itself for NormalizeScore.

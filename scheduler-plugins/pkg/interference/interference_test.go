@@ -10,11 +10,13 @@ import (
 
 	"github.com/go-logr/logr/funcr"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
+	"interference.orchestrator/scheduler-plugins/pkg/cyclestate"
 	"interference.orchestrator/scheduler-plugins/pkg/pluginargs"
 	"interference.orchestrator/scheduler-plugins/pkg/plugintest"
 )
@@ -25,10 +27,12 @@ type fixturePod struct {
 	Labels      map[string]string `json:"labels"`
 }
 
-// fixtureNode is one of the cluster's other nodes: its labels and pods.
+// fixtureNode is one of the cluster's other nodes: its labels, pods and,
+// for the time_sharing cases, its allocatable CPU (nil: unknown).
 type fixtureNode struct {
 	Labels map[string]string `json:"labels"`
 	Pods   []fixturePod      `json:"pods"`
+	CPU    *string           `json:"cpu"`
 }
 
 type fixtureCase struct {
@@ -41,6 +45,10 @@ type fixtureCase struct {
 	Sharing    *SharingArgs      `json:"sharing"`
 	NodeLabels map[string]string `json:"node_labels"`
 	OtherNodes []fixtureNode     `json:"other_nodes"`
+	// TimeSharing cases score CPU time-sharing: NodeCPU is the candidate's
+	// allocatable CPU (nil: unknown), and pods declare a CPU demand.
+	TimeSharing bool    `json:"time_sharing"`
+	NodeCPU     *string `json:"node_cpu"`
 }
 
 // args are the plugin's raw args for the case: its sharing, if any.
@@ -56,25 +64,47 @@ func (tc fixtureCase) args(t *testing.T) string {
 	return string(raw)
 }
 
-// nodes are the case's NodeInfos: the candidate node "n" first, then one per
-// other node ("o0", "o1", ...), each with its labels and pods.
+// cluster is the case's nodes: the candidate node "n" first, then one per
+// other node ("o0", "o1", ...), each with its labels, CPU and pods.
+func (tc fixtureCase) cluster() []fixtureNode {
+	all := []fixtureNode{{Labels: tc.NodeLabels, Pods: tc.NodePods, CPU: tc.NodeCPU}}
+	return append(all, tc.OtherNodes...)
+}
+
+// nodeName is the name of the i-th node of cluster().
+func nodeName(i int) string {
+	if i == 0 {
+		return "n"
+	}
+	return fmt.Sprintf("o%d", i-1)
+}
+
+// nodeObject is a Node with the labels and, when cpu is not nil, that
+// allocatable CPU.
+func nodeObject(name string, labels map[string]string, cpu *string) *v1.Node {
+	w := st.MakeNode().Name(name)
+	for k, v := range labels {
+		w = w.Label(k, v)
+	}
+	node := w.Obj()
+	if cpu != nil {
+		node.Status.Allocatable = v1.ResourceList{v1.ResourceCPU: resource.MustParse(*cpu)}
+	}
+	return node
+}
+
+// nodes are the case's NodeInfos, in cluster() order.
 func (tc fixtureCase) nodes() []fwk.NodeInfo {
-	node := func(name string, labels map[string]string, pods []fixturePod) fwk.NodeInfo {
+	var all []fwk.NodeInfo
+	for n, fn := range tc.cluster() {
+		name := nodeName(n)
 		var onNode []*v1.Pod
-		for i, fp := range pods {
+		for i, fp := range fn.Pods {
 			onNode = append(onNode, makePod(fmt.Sprintf("%s-%d", name, i), fp))
 		}
 		nodeInfo := framework.NewNodeInfo(onNode...)
-		w := st.MakeNode().Name(name)
-		for k, v := range labels {
-			w = w.Label(k, v)
-		}
-		nodeInfo.SetNode(w.Obj())
-		return nodeInfo
-	}
-	all := []fwk.NodeInfo{node("n", tc.NodeLabels, tc.NodePods)}
-	for i, other := range tc.OtherNodes {
-		all = append(all, node(fmt.Sprintf("o%d", i), other.Labels, other.Pods))
+		nodeInfo.SetNode(nodeObject(name, fn.Labels, fn.CPU))
+		all = append(all, nodeInfo)
 	}
 	return all
 }
@@ -142,6 +172,9 @@ func TestFixtureCases(t *testing.T) {
 				}
 				t.Fatalf("PreScore: %v", status)
 			}
+			if s, status := cyclestate.Read[*state](cycle, Name); status != nil || s.timeSharing != tc.TimeSharing {
+				t.Fatalf("PreScore's time-sharing %v (%v), want %v", s != nil && s.timeSharing, status, tc.TimeSharing)
+			}
 			score, status := pl.Score(context.Background(), cycle, pod, nodeInfo)
 			if !status.IsSuccess() {
 				t.Fatalf("Score: %v", status)
@@ -156,12 +189,21 @@ func TestFixtureCases(t *testing.T) {
 
 // TestFixtureAddedInterference checks the formula itself to 1e-9, without
 // the rounding to Resolution: the same-node term over the node's pods plus
-// the cross-node term over the pods of the other nodes of its group.
+// the cross-node term over the pods of the other nodes of its group; for the
+// time_sharing cases, the rise of the time-shared score (fixtureTimeShared).
 func TestFixtureAddedInterference(t *testing.T) {
 	pl := newPlugin(t, "")
 	logger := klog.Background()
+	timeShared := 0
 	for _, tc := range loadCases(t) {
 		if tc.Expected == nil {
+			continue
+		}
+		if tc.TimeSharing {
+			timeShared++
+			if got := fixtureTimeShared(t, pl, tc); math.Abs(got-*tc.Expected) > 1e-9 {
+				t.Errorf("%s: added time-shared cost %v, want %v", tc.Name, got, *tc.Expected)
+			}
 			continue
 		}
 		profile, ok := pl.profileOf(logger, makePod("p", tc.Pod))
@@ -192,6 +234,9 @@ func TestFixtureAddedInterference(t *testing.T) {
 		if math.Abs(got-*tc.Expected) > 1e-9 {
 			t.Errorf("%s: added interference %v, want %v", tc.Name, got, *tc.Expected)
 		}
+	}
+	if timeShared == 0 {
+		t.Fatal("the fixture has no time_sharing case")
 	}
 }
 

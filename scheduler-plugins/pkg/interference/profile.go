@@ -143,3 +143,31 @@ func podProfile(annotation string, hasAnnotation bool, label string, hasLabel bo
 // customType is the type label of an app given by a profile only
 // (CUSTOM_TYPE in plugins/module_utils/contract.py).
 const customType = "custom"
+
+// CPUDemandAnnotation holds a pod's CPU demand, the CPU it would use if it
+// had it, as whole millicores (`1500m`): CPU_DEMAND_ANNOTATION in
+// plugins/module_utils/contract.py, what CPU time-sharing counts.
+const CPUDemandAnnotation = "interference.orchestrator/cpu-demand"
+
+// maxDemandDigits is the most digits a demand may have (a million cores).
+const maxDemandDigits = 9
+
+// ParseCPUDemand reads a CPUDemandAnnotation value as contract.py's
+// pod_cpu_demand does: 1 to 9 ASCII digits followed by `m`, the demand in
+// millicores; any other value ("", "1", "1.5", "1500M", "-1m") is 0, no
+// demand, never an error.
+func ParseCPUDemand(value string) int64 {
+	digits, ok := strings.CutSuffix(value, "m")
+	if !ok || len(digits) == 0 || len(digits) > maxDemandDigits {
+		return 0
+	}
+	var demand int64
+	for i := 0; i < len(digits); i++ {
+		c := digits[i]
+		if c < '0' || c > '9' {
+			return 0
+		}
+		demand = demand*10 + int64(c-'0')
+	}
+	return demand
+}

@@ -11,7 +11,10 @@ import json
 from typing import Any
 
 import pytest
-from ansible_collections.interference.orchestrator.plugins.module_utils.contract import PROFILE_ANNOTATION
+from ansible_collections.interference.orchestrator.plugins.module_utils.contract import (
+    CPU_DEMAND_ANNOTATION,
+    PROFILE_ANNOTATION,
+)
 from ansible_collections.interference.orchestrator.plugins.module_utils.interference import dot, profile_for_type
 from kubernetes import client
 
@@ -226,6 +229,36 @@ def test_profile_only_pods_are_scored_by_their_profile_annotation(cache: bool) -
     new = custom("new-custom", '{"cpu":0.5,"llc":0.5}')
     assert scores(decide("prioritize", new, nodes, cache, pods=pods)) == {
         "a": 5, "b": MIN_EXTENDER_PRIORITY, "c": MAX_EXTENDER_PRIORITY,
+    }
+
+
+@MODES
+def test_a_pod_that_declares_a_cpu_demand_avoids_a_node_it_would_oversubscribe(cache: bool) -> None:
+    """CPU time-sharing online: the same-node dot product prefers `a`; counting the CPUs prefers `b`.
+
+    On `a` (1 CPU) a memory app already wants its one core: a second demanding pod makes both take turns
+    (time-shared score +2, though the profiles do not overlap). On `b` (1 CPU) half a cpu pressure with no
+    demand: the newcomer fits and only their pressures meet (+1).
+    """
+    def pod(name: str, profile: str, node: str | None = None, demand: str | None = None) -> client.V1Pod:
+        annotations = {PROFILE_ANNOTATION: profile, **({CPU_DEMAND_ANNOTATION: demand} if demand else {})}
+        return make_pod(name, pod_type="custom", node_name=node, annotations=annotations)
+
+    nodes = [make_node("a", cpu="1"), make_node("b", cpu="1")]
+    residents = [pod("mem", '{"memory_bandwidth":1.0}', "a", "1000m"), pod("half", '{"cpu":0.5}', "b")]
+    newcomer = pod("new", '{"cpu":1.0}', demand="1000m")
+    assert scores(decide("prioritize", newcomer, nodes, cache, pods=index_of(*residents))) == {
+        "a": MIN_EXTENDER_PRIORITY, "b": MAX_EXTENDER_PRIORITY,
+    }
+    # Without a demand anywhere nothing is time-shared: the dot product alone, which prefers `a`.
+    plain = [pod("mem", '{"memory_bandwidth":1.0}', "a"), pod("half", '{"cpu":0.5}', "b")]
+    assert scores(decide("prioritize", pod("new", '{"cpu":1.0}'), nodes, cache, pods=index_of(*plain))) == {
+        "a": MAX_EXTENDER_PRIORITY, "b": MIN_EXTENDER_PRIORITY,
+    }
+    # A node whose CPUs the extender does not know is never oversubscribed: `a` is preferred again.
+    unknown = [make_node("a", cpu=None), make_node("b", cpu="1")]
+    assert scores(decide("prioritize", newcomer, unknown, cache, pods=index_of(*residents))) == {
+        "a": MAX_EXTENDER_PRIORITY, "b": MIN_EXTENDER_PRIORITY,
     }
 
 

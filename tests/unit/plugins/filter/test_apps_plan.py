@@ -36,6 +36,7 @@ def test_plan_apps_gives_each_app_its_nodes_type_label_and_profile() -> None:
         "type_label": "cpu",
         "profile": {"cpu": 1.0},
         "profile_annotation": '{"cpu":1.0}',
+        "cpu_demand_annotation": None,
         "annotations": {
             "interference.orchestrator/planned-nodes": "w1,w2",
             "interference.orchestrator/app": json.dumps(normalised, sort_keys=True),

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import pytest
 from ansible_collections.interference.orchestrator.plugins.module_utils.contract import (
+    CPU_DEMAND_ANNOTATION,
     PROFILE_ANNOTATION,
     TYPE_LABEL,
+    cpu_demand_annotation,
+    pod_cpu_demand,
     pod_profile,
     profile_annotation,
     profile_from_annotation,
@@ -40,3 +43,15 @@ def test_type_label_is_the_fallback_and_custom_alone_says_nothing() -> None:
     assert pod_profile({PROFILE_ANNOTATION: "oops"}, {TYPE_LABEL: "CPU"}) == cpu
     assert pod_profile({}, {TYPE_LABEL: "custom"}) is None
     assert pod_profile({}, {}) is None
+
+
+@pytest.mark.parametrize(("cpu_demand", "annotation"), [("1500m", "1500m"), (2, "2000m"), ("0.25", "250m")])
+def test_the_cpu_demand_annotation_round_trips_the_engines_demand(cpu_demand: object, annotation: str) -> None:
+    app = parse_app(0, {"name": "a", "image": "x", "type": "cpu", "cpu_demand": cpu_demand})
+    assert cpu_demand_annotation(app.cpu_demand_millicores) == annotation
+    assert pod_cpu_demand({CPU_DEMAND_ANNOTATION: annotation}) == app.cpu_demand_millicores
+
+
+@pytest.mark.parametrize("raw", [None, "", "1", "1.5", "-1m", "1500 m", "1e3m", "1500M", "9999999999m", "m"])
+def test_a_cpu_demand_annotation_in_another_form_demands_nothing(raw: str | None) -> None:
+    assert pod_cpu_demand({} if raw is None else {CPU_DEMAND_ANNOTATION: raw}) == 0

@@ -32,6 +32,7 @@ PLANNED = "interference.orchestrator/planned-nodes"
 APP_ITEM = "interference.orchestrator/app"
 TYPE_LABEL = "interference.orchestrator/type"
 PROFILE = "interference.orchestrator/profile"
+CPU_DEMAND_ANNOTATION = "interference.orchestrator/cpu-demand"
 HOSTNAME = "kubernetes.io/hostname"
 WORKERS = ["cluster-kind-worker", "cluster-kind-worker2", "cluster-kind-worker3"]
 
@@ -140,6 +141,18 @@ def test_labels_follow_the_contract_on_deployment_and_pods(rendered: dict[str, A
         assert selector.items() <= labels.items()
         if name in expected_types:
             assert labels[TYPE_LABEL] == expected_types[name]
+
+
+def test_only_the_pods_of_an_app_that_declares_a_cpu_demand_carry_it() -> None:
+    """The demand time-sharing counts reaches the online schedulers; an app without one keeps its pod template."""
+    apps = [{**APPS[0], "cpu_demand": "1500m"}, {**APPS[4], "cpu_demand": 2}, APPS[2]]
+    manifests = build(apps)["manifests"]
+    demands = {
+        name: manifest["spec"]["template"]["metadata"]["annotations"].get(CPU_DEMAND_ANNOTATION)
+        for name, manifest in manifests.items()
+    }
+    assert demands == {"c-ray": "1500m", "web": "2000m", "mbw": None}
+    assert manifests["mbw"]["spec"]["template"]["metadata"]["annotations"].keys() == {PROFILE}
 
 
 def test_every_pod_carries_its_profile_annotation_typed_or_not(rendered: dict[str, Any]) -> None:

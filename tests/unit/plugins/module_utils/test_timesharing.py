@@ -9,6 +9,7 @@ plan without the pass and against every hard constraint.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Sequence
 from typing import Any
@@ -76,7 +77,7 @@ def slowdowns_by_pairs(
 ) -> list[list[float]]:
     """The predicted slowdown of every replica (per app, in replica order), pair by pair from the definition."""
     demand = timesharing.node_demands(apps, nodes, assignment)
-    capacity = [timesharing._capacity(node) for node in nodes]
+    capacity = [timesharing._capacity(node.cpu_millicores) for node in nodes]
     group = sharing.groups(nodes)
     replicas = [(app, node_index) for app, placed in zip(apps, assignment, strict=True) for node_index in placed]
     result: list[list[float]] = [[] for _ in apps]
@@ -164,6 +165,57 @@ def test_the_searchs_per_node_sums_agree_with_the_definition(
         model.move(app_index, source, target)
         assignment[app_index][position] = target
         assert sum(model.cost) == pytest.approx(by_pairs(apps, nodes, assignment, sharing), abs=1e-9)
+
+
+def online_added_cost(
+    apps: Sequence[App], nodes: Sequence[Node], assignment: Sequence[Sequence[int]], sharing: Sharing,
+    *, app: App, target: int,
+) -> float:
+    """added_cost as an online scheduler calls it: from per-node NodeLoads and its group's other nodes' sums."""
+    loads = [timesharing.NodeLoad(node.cpu_millicores) for node in nodes]
+    for each, replicas in zip(apps, assignment, strict=True):
+        for node_index in replicas:
+            loads[node_index].add(each.profile, each.cpu_demand_millicores)
+    groups = sharing.groups(nodes)
+    others = None
+    if groups[target] < 0:
+        members = [loads[m] for m in range(len(nodes)) if groups[m] == groups[target] and m != target]
+        others = (
+            [sum(values) for values in zip(*(m.weighted() for m in members), strict=True)] if members
+            else [0.0] * len(PRESSURE_DIMENSIONS),
+            [sum(values) for values in zip(*(m.exposure() for m in members), strict=True)] if members
+            else [0.0] * len(PRESSURE_DIMENSIONS),
+        )
+    return timesharing.added_cost(
+        (app.profile, app.cpu_demand_millicores), loads[target], sharing=sharing, others=others
+    )
+
+
+@SLOW
+@given(demanding_instances(max_replicas=12, max_nodes=5), st.randoms(use_true_random=False))
+def test_what_a_replica_adds_online_is_the_rise_of_the_definitions_score(
+    instance: tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]], rng: random.Random,
+) -> None:
+    # The extender's price of a node for a pod (NodeLoad sums, added_cost) is the rise of the plan's
+    # time-shared score, computed pair by pair, when one more replica of the pod's app joins that node.
+    raw_apps, raw_nodes, raw_sharing = instance
+    apps, nodes, sharing = parse_apps(raw_apps), parse_nodes(raw_nodes), parse_sharing(raw_sharing)
+    assignment = [[rng.randrange(len(nodes)) for _ in range(app.replicas)] for app in apps]
+    before = by_pairs(apps, nodes, assignment, sharing)
+    for _step in range(4):
+        app_index, target = rng.randrange(len(apps)), rng.randrange(len(nodes))
+        grown = [list(replicas) for replicas in assignment]
+        grown[app_index].append(target)
+        # The definition counts replicas by app: one more replica of the app, its profile and demand.
+        grown_apps = [app if index != app_index else _with_replicas(app, app.replicas + 1)
+                      for index, app in enumerate(apps)]
+        rise = by_pairs(grown_apps, nodes, grown, sharing) - before
+        added = online_added_cost(apps, nodes, assignment, sharing, app=apps[app_index], target=target)
+        assert added == pytest.approx(rise, abs=1e-9)
+
+
+def _with_replicas(app: App, replicas: int) -> App:
+    return dataclasses.replace(app, replicas=replicas)
 
 
 @SLOW
