@@ -26,7 +26,11 @@ from typing import Any
 
 import pytest
 import yaml
-from ansible_collections.interference.orchestrator.plugins.module_utils.contract import TYPE_LABEL
+from ansible_collections.interference.orchestrator.plugins.module_utils.contract import (
+    CPU_DEMAND_ANNOTATION,
+    PROFILE_ANNOTATION,
+    TYPE_LABEL,
+)
 
 from tests.support import kwok
 from tests.support import scheduler_plugins as plugins
@@ -48,6 +52,8 @@ BURST_NODES = [f"burst-{i:02d}" for i in range(20)]
 HOST = "topology.example.com/host"
 HOSTS = {"host1-a": "h1", "host1-b": "h1", "host2-a": "h2", "host2-b": "h2"}
 SHARING = {"label": HOST, "pressures": {"memory_bandwidth": 0.5}}
+# CPU time-sharing: two nodes of one CPU each.
+ONE_CPU_NODES = ("ts-a", "ts-b")
 
 
 def create_all_nodes(api: Any) -> None:
@@ -70,6 +76,7 @@ def create_all_nodes(api: Any) -> None:
     ])
     plugins.create_nodes(api, [plugins.node_body(name, "burst") for name in BURST_NODES])
     plugins.create_nodes(api, [plugins.node_body(name, "sharing", labels={HOST: host}) for name, host in HOSTS.items()])
+    plugins.create_nodes(api, [plugins.node_body(name, "timesharing", cpu="1") for name in ONE_CPU_NODES])
 
 
 class Setup:
@@ -187,6 +194,34 @@ def test_with_sharing_a_memory_pod_keeps_off_the_host_whose_other_node_runs_memo
         "stream", group, SCHEDULER, labels={TYPE_LABEL: "memory"}, requests={"cpu": "100m"}))
     placed = plugins.wait_all_bound(setup.api, group, len(ballast) + 1)
     assert placed["stream"] in {"host2-a", "host2-b"}, placed
+
+
+def test_a_pod_that_declares_a_core_keeps_off_the_one_cpu_node_whose_app_wants_its_core(setup: Setup) -> None:
+    # ts-a and ts-b have one CPU each. Bound directly: a memory app on ts-a, half a cpu pressure without a
+    # demand on ts-b. A new cpu pod goes to ts-a when nothing declares a demand (the dot product alone: 0
+    # against 0.5), and to ts-b when it and the app on ts-a declare a core each: on ts-a they would take
+    # turns (time-shared score +2 though the profiles do not overlap), on ts-b it fits (+1).
+    group = "timesharing"
+    plugins.create_namespace(setup.api, group)
+
+    def placed(demand: dict[str, str]) -> str:
+        ballast = [("mem", '{"memory_bandwidth":1.0}', "ts-a", demand), ("half", '{"cpu":0.5}', "ts-b", {})]
+        for name, profile, node, declared in ballast:
+            body = plugins.pod_body(name, group, SCHEDULER, labels={TYPE_LABEL: "custom"},
+                                    annotations={PROFILE_ANNOTATION: profile, **declared}, requests={"cpu": "100m"})
+            body["spec"]["nodeName"] = node
+            setup.api.create_namespaced_pod(group, body)
+        plugins.wait_all_bound(setup.api, group, len(ballast))
+        setup.api.create_namespaced_pod(group, plugins.pod_body(
+            "new", group, SCHEDULER, labels={TYPE_LABEL: "custom"},
+            annotations={PROFILE_ANNOTATION: '{"cpu":1.0}', **demand}, requests={"cpu": "100m"}))
+        where = plugins.wait_all_bound(setup.api, group, len(ballast) + 1)
+        for name in where:
+            kwok.delete_pod(setup.api, name, group)
+        return where["new"]
+
+    assert placed({}) == "ts-a"
+    assert placed({CPU_DEMAND_ANNOTATION: "1000m"}) == "ts-b"
 
 
 @pytest.mark.parametrize(
