@@ -74,7 +74,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -87,6 +86,8 @@ from ansible_collections.interference.orchestrator.plugins.filter.plan_apps impo
 from ansible_collections.interference.orchestrator.plugins.module_utils.cluster_state import APP_LABEL
 from ansible_collections.interference.orchestrator.plugins.plugin_utils.isolation import matrices
 from ansible_collections.interference.orchestrator.plugins.plugin_utils.observed import observed_profiles
+
+from tests.support.processes import kill_tree
 
 from .test_experiment_kind import TOOLS_BIN, VENV_BIN, docker_answers, free_port, tail
 
@@ -369,7 +370,8 @@ def interrupted_mid_move(cluster: dict[str, Any], settings: dict[str, Any], targ
             assert run.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
             time.sleep(0.2)
     finally:
-        os.killpg(run.pid, signal.SIGKILL)
+        # The whole tree: Mitogen's multiplexer leaves the run's process group (processes.py).
+        kill_tree(run.pid)
         run.wait()
     deadline = time.monotonic() + 300
     while True:

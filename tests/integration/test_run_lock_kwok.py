@@ -42,6 +42,7 @@ from tests.support.playbook_json import (
     run_playbook_file,
     start_playbook_file,
 )
+from tests.support.processes import descendants, kill_all
 
 pytestmark = [
     pytest.mark.cluster,
@@ -345,13 +346,19 @@ OTHERS = [{"name": f"other{i:02d}", "image": "pts/c-ray", "type": "cpu" if i % 2
 
 
 def interrupt(run: RunningPlaybook) -> None:
-    """What a user does: Ctrl-C, then, when it does not stop within 2 s, SIGKILL."""
+    """What a user does: Ctrl-C, then, when it does not stop within 2 s, SIGKILL.
+
+    Then whatever the run started and left running: Mitogen's multiplexer, which leaves the run's process
+    group and outlives a SIGKILLed run (processes.py), is no part of what a user's run leaves behind.
+    """
+    tree = descendants(run.process.pid)
     run.process.send_signal(signal.SIGINT)
     try:
         run.process.wait(timeout=2)
     except subprocess.TimeoutExpired:
         run.process.kill()
         run.process.wait()
+    kill_all(tree)
 
 
 def assert_converges(cluster: Cluster, ns: str, apps: list[dict[str, Any]]) -> None:
