@@ -333,9 +333,14 @@ def added_time_shared(
     def facts_of(name: str) -> NodeFacts | None:
         return sent.get(name) or known_nodes.get(name)
 
+    loads: dict[str, NodeLoad] = {}
+
     def load_of(name: str) -> NodeLoad:
-        facts = facts_of(name)
-        return pods.load(name).with_cpus(facts.cpu_millicores if facts is not None else None)
+        # Once per node and decision: a node holding pods is read for its group's sums and as a candidate.
+        if name not in loads:
+            facts = facts_of(name)
+            loads[name] = pods.load(name).with_cpus(facts.cpu_millicores if facts is not None else None)
+        return loads[name]
 
     def group_of(name: str) -> str | None:
         facts = facts_of(name)
