@@ -1,4 +1,5 @@
-"""kwok_cluster: nodes that do not turn Ready in time fail the run with the kwok controller's own words.
+"""kwok_cluster: nodes that do not turn Ready in time fail the run with the kwok controller's own words;
+a stalled API server does not take the controller manager or the scheduler down with it.
 
 CI (2026-12-02, under load) once saw kwok's controller set no status on a new
 Node within the fixed 60 s, and the run said only "Timed out waiting on
@@ -12,8 +13,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import subprocess
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -54,3 +58,57 @@ def test_nodes_not_ready_in_time_fail_naming_the_variable_and_the_controllers_lo
 def test_a_module_that_drives_a_cluster_runs_its_playbooks_with_the_strategy_chosen_for_it() -> None:
     """conftest's ansible_strategy fixture reads this module's `cluster` mark (tests/support/strategy.py)."""
     assert os.environ["ANSIBLE_STRATEGY"] == strategy_env(drives_a_cluster=True)["ANSIBLE_STRATEGY"]
+
+
+def test_a_stalled_api_server_leaves_the_controller_manager_and_the_scheduler_running(tmp_path: Path) -> None:
+    """CI (2026-12-07, under load) once saw a kwok cluster never get its `default` ServiceAccount.
+
+    With leader election on, a controller manager or scheduler that cannot renew
+    its lease within 10 s exits ("leaderelection lost"), and kwokctl's binary
+    runtime starts nothing again. Here the role's cluster has its API server
+    stopped (SIGSTOP) for 20 s; both must still run afterwards and the controller
+    manager must still work (a Deployment gets its ReplicaSet, an app namespace
+    its `default` ServiceAccount).
+    """
+    from kubernetes import client, config
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    name = f"stall-{worker}-{kwok.free_port()}"
+    workdir = tmp_path / "kwok"
+    variables = {"cluster_name": name, "cluster_workers": 1, "cluster_kwok_workdir": str(workdir),
+                 "kwok_cluster_user_kubeconfig": "", "interference_tools_bin": str(tools_bin())}
+    cluster = kwok.KwokCluster(name=name, workdir=workdir)
+    try:
+        run = run_playbook(tmp_path, role_play("kwok_cluster"), variables)
+        assert run.returncode == 0, run.failures()
+        pids = workdir / "clusters" / name / "pids"
+        apiserver = int((pids / "kube-apiserver.pid").read_text())
+        components = {c: int((pids / f"{c}.pid").read_text()) for c in ("kube-controller-manager", "kube-scheduler")}
+        os.kill(apiserver, signal.SIGSTOP)
+        try:
+            time.sleep(20)
+        finally:
+            os.kill(apiserver, signal.SIGCONT)
+        time.sleep(3)  # a lost lease ends the process within a second of the failed renewal
+        for component, pid in components.items():
+            assert Path(f"/proc/{pid}").exists(), cluster.component_report(component)
+            assert "State:\tZ" not in Path(f"/proc/{pid}/status").read_text(), cluster.component_report(component)
+
+        api = config.new_client_from_config(config_file=str(cluster.kubeconfig))
+        core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
+        namespace: Any = {"metadata": {"name": "after-stall"}}
+        core.create_namespace(namespace)
+        deployment: Any = {
+            "metadata": {"name": "probe"},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "probe"}},
+                     "template": {"metadata": {"labels": {"app": "probe"}},
+                                  "spec": {"containers": [{"name": "c", "image": "none"}]}}},
+        }
+        apps.create_namespaced_deployment("after-stall", deployment)
+        kwok.wait_for("the Deployment's ReplicaSet",
+                      lambda: apps.list_namespaced_replica_set("after-stall").items, timeout=180.0)
+        kwok.wait_for("the namespace's default ServiceAccount",
+                      lambda: core.list_namespaced_service_account("after-stall").items, timeout=180.0)
+    finally:
+        with contextlib.suppress(subprocess.CalledProcessError):
+            cluster.delete()

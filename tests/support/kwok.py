@@ -34,6 +34,10 @@ REPO = Path(__file__).resolve().parents[2]
 TOOLS = tools_bin()
 # The kwok_cluster role's kwok_cluster_create_lock default: creations take turns (KwokCluster.create).
 CREATE_LOCK = "/tmp/interference-orchestrator-kwokctl-create.lock"
+# The role's arguments for every component (no leader election), read from its vars: one home.
+COMPONENT_ARGS: tuple[str, ...] = tuple(
+    yaml.safe_load((REPO / "roles" / "kwok_cluster" / "vars" / "main.yml").read_text())["kwok_cluster_component_args"]
+)
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kwokctl", "kubectl")
 
 
@@ -114,6 +118,7 @@ class KwokCluster:
         ]
         if self.scheduler_config is not None:
             argv += ["--kube-scheduler-config", str(self.scheduler_config)]
+        argv += COMPONENT_ARGS
         # One creation at a time on the machine, under the kwok_cluster role's lock
         # (its default): every kwokctl picks its ports counting down from 32767,
         # taking the first nothing listens on yet, so two creations at once (xdist
@@ -125,10 +130,31 @@ class KwokCluster:
         # first sync: a pod created before the `default` ServiceAccount exists
         # is refused by the ServiceAccount admission plugin.
         core = self.api()
-        wait_for(
-            "the default ServiceAccount",
-            lambda: any(sa.metadata.name == "default" for sa in core.list_namespaced_service_account("default").items),
-        )
+        try:
+            wait_for(
+                "the default ServiceAccount",
+                lambda: any(
+                    sa.metadata.name == "default" for sa in core.list_namespaced_service_account("default").items
+                ),
+                timeout=300.0,
+            )
+        except TimeoutError as error:
+            raise TimeoutError(f"{error}; {self.component_report('kube-controller-manager')}") from None
+
+    def component_report(self, component: str, lines: int = 15) -> str:
+        """Whether a kwokctl component still runs, and its log's last lines (for a failure message)."""
+        directory = self.workdir / "clusters" / self.name
+        try:
+            pid = int((directory / "pids" / f"{component}.pid").read_text())
+            os.kill(pid, 0)
+            state = f"{component} (pid {pid}) runs"
+        except (OSError, ValueError):
+            state = f"{component} is not running"
+        try:
+            tail = (directory / "logs" / f"{component}.log").read_text(errors="replace").splitlines()[-lines:]
+        except OSError as error:
+            tail = [f"(no log: {error})"]
+        return state + "; its last log lines:\n" + "\n".join(tail)
 
     def delete(self) -> None:
         for process in self.processes:
