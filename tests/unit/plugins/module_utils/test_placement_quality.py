@@ -5,11 +5,14 @@ placement benchmark's heterogeneous 80 x 20 instances (the operator's cluster,
 capacity binding), the best plan an independent annealing
 (benchmarks/reference_search.py, no engine code) found with two seeds at 10, 30
 and 100 times the engine's move budget. The engine is deterministic (fixed
-seed), so its score on each instance is the same on every machine; the bounds
-below are the ones docs/benchmarks.md ("Where the budget is ample") reports
-(mean 0.62%, worst 1.99%), with a little room. The schedule used before the
-cold one for ample budgets gives a mean of 0.97% and a worst of 2.80% here,
-and fails this test (tried: ANNEAL_COLD_FROM set out of reach).
+seed), so its score on each instance is the same on every machine. The
+bounds are issue 24's target for these instances: every plan within 1% of
+the best known, and a mean at most 0.5% (docs/benchmarks.md, "Where the
+budget is ample": mean 0.32%, worst 0.82% with ANNEAL_MAX_PER_REPLICA 2000).
+With 1000 moves per replica, the budget before, the mean is 0.62% and the
+worst 1.99% (#12; #2 at 1.03%), and this test fails; so does the schedule used
+before the cold one (mean 0.97%, worst 2.80%; tried: ANNEAL_COLD_FROM set out
+of reach).
 """
 
 from __future__ import annotations
@@ -57,5 +60,5 @@ def test_engine_stays_close_to_the_best_known_plans(heterogeneous: Any) -> None:
         # reference's plans are feasible, so the engine can match or beat them but rarely by much.
         assert plan.lower_bound <= plan.total_interference
         above[seed] = (plan.total_interference - reference) / reference
-    assert statistics.mean(above.values()) <= 0.008, above
-    assert max(above.values()) <= 0.025, above
+    assert statistics.mean(above.values()) <= 0.005, above
+    assert max(above.values()) <= 0.01, above
