@@ -57,7 +57,7 @@ options:
     description:
       - Trades time for plan quality. After the greedy plan and its local search, a simulated annealing over
         relocations and swaps of replicas runs for a number of proposed moves derived from the instance size
-        (about 1,000 per replica on small instances, at least 100 per replica on large ones), times this
+        (at most 2,000 per replica on small instances, at least 100 per replica on large ones), times this
         factor. It never depends on a clock, so the same input always gives the same plan.
       - V(0) turns the annealing off (greedy and local search only). V(10) searches about ten times as long.
       - The annealing is skipped when the plan is already within 1% / O(search_effort) of the lower bound, and

@@ -32,7 +32,7 @@ How it searches:
    with probability exp(-delta / T) as T cools, plans of equal score always,
    and the best plan seen is restored at the end. The budget is a number of
    proposed moves derived from the instance size (ANNEAL_MOVES spread over the
-   movable replicas, 100 to 1,000 per replica) times `search_effort`; with a
+   movable replicas, 100 to 2,000 per replica) times `search_effort`; with a
    fixed seed, the same input gives the same plan on any machine. Where the
    budget is ample (ANNEAL_COLD_FROM moves per replica and more) it starts and
    ends colder. Measured against a plain descent over the same moves and
