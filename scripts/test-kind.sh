@@ -13,8 +13,12 @@ cd "$repo_root"
 engine_log=$(mktemp)
 trap 'rm -f "$engine_log"' EXIT
 rc=0
-"$repo_root/scripts/docker-engine.sh" start 2> >(tee "$engine_log" >&2) || rc=$?
-wait
+# Its stderr goes to the terminal and to the log through a pipeline, not a
+# process substitution: the pipeline ends only when tee has written the last
+# line, where `wait` did not always wait for a substitution's tee (CI at load
+# 48 read the log before the reason was in it and printed "see above").
+# pipefail (set above) makes rc docker-engine.sh's status, tee's being 0.
+{ "$repo_root/scripts/docker-engine.sh" start 2>&1 1>&3 3>&- | tee "$engine_log" >&2; } 3>&1 || rc=$?
 if ((rc == 3)); then
   reason=$(sed -n 's/^\[docker-engine\] no Docker engine: //p' "$engine_log" | tail -n1)
   echo "SKIPPED: molecule kind scenario: no Docker engine can run here: ${reason:-see above}"
