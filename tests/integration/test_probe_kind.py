@@ -140,13 +140,17 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
     ports = ["-e", f"grafana_host_port={free_port()}", "-e", f"prometheus_host_port={free_port()}"]
     stages = ["--tags", "cluster,labels,monitoring,images", *ports, "-e", f"monitoring_probe_interval={INTERVAL_S}s",
               "-e", f"monitoring_offline_scrape_interval={INTERVAL_S}s"]
+    teardown = [str(VENV_BIN / "ansible-playbook"), "playbooks/teardown.yml", "-e", "cluster_provider=kind",
+                "-e", f"cluster_name={CLUSTER}"]
+    # A cluster of this name left by an interrupted run would be reused, with the host ports it was created
+    # with, not these: Prometheus then never answers on the new port (seen 2026-12-07 after a killed run).
+    subprocess.run(teardown, cwd=REPO, env=env, capture_output=True, check=True)
     try:
         created = playbook(env, "site.yml", *stages)
         assert created.returncode == 0, tail(created)
         yield {"env": env, "home": home, "ports": ports}
     finally:
-        subprocess.run([str(VENV_BIN / "ansible-playbook"), "playbooks/teardown.yml", "-e", "cluster_provider=kind",
-                        "-e", f"cluster_name={CLUSTER}"], cwd=REPO, env=env, capture_output=True, check=False)
+        subprocess.run(teardown, cwd=REPO, env=env, capture_output=True, check=False)
 
 
 @pytest.fixture(scope="module")
