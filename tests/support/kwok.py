@@ -141,17 +141,22 @@ class KwokCluster:
         except TimeoutError as error:
             raise TimeoutError(f"{error}; {self.component_report('kube-controller-manager')}") from None
 
+    def running_pid(self, component: str) -> int | None:
+        """The pid of a kwokctl component (kube-apiserver, ...) while it runs (not a zombie), else None."""
+        try:
+            pid = int((self.workdir / "clusters" / self.name / "pids" / f"{component}.pid").read_text())
+            status = Path(f"/proc/{pid}/status").read_text()
+        except (OSError, ValueError):
+            return None
+        return None if "State:\tZ" in status else pid
+
     def component_report(self, component: str, lines: int = 15) -> str:
         """Whether a kwokctl component still runs, and its log's last lines (for a failure message)."""
-        directory = self.workdir / "clusters" / self.name
+        pid = self.running_pid(component)
+        state = f"{component} (pid {pid}) runs" if pid else f"{component} is not running"
         try:
-            pid = int((directory / "pids" / f"{component}.pid").read_text())
-            os.kill(pid, 0)
-            state = f"{component} (pid {pid}) runs"
-        except (OSError, ValueError):
-            state = f"{component} is not running"
-        try:
-            tail = (directory / "logs" / f"{component}.log").read_text(errors="replace").splitlines()[-lines:]
+            log = self.workdir / "clusters" / self.name / "logs" / f"{component}.log"
+            tail = log.read_text(errors="replace").splitlines()[-lines:]
         except OSError as error:
             tail = [f"(no log: {error})"]
         return state + "; its last log lines:\n" + "\n".join(tail)
